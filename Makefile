@@ -1,0 +1,47 @@
+# Two commands do all set-up on a fresh machine:
+#   make demo   - the nightly DAG end to end on the embedded local cluster and embedded S3
+#   make test   - the test suite (unit + integration against the local cluster, kubectl included)
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+PIP := $(VENV)/bin/pip
+STAMP := $(VENV)/.installed
+
+.PHONY: install demo test lint typecheck bench clean local-up local-down
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PIP) install -q --upgrade pip
+	# torch first, pinned: the CPU build is on disk; an unsatisfied range would download a multi-GB CUDA build.
+	$(PIP) install -q torch==2.13.0
+	$(PIP) install -q -e '.[dev,workloads]'
+	touch $(STAMP)
+
+install: $(STAMP)
+
+demo: $(STAMP)
+	$(VENV)/bin/airflow-k8s-ml demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+
+test-all: $(STAMP)
+	$(PY) -m pytest -q tests
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check airflow_k8s_ml dags tests bench
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy
+
+bench: $(STAMP)
+	$(PY) bench/local_cluster.py
+
+local-up: $(STAMP)
+	$(VENV)/bin/airflow-k8s-ml local up
+
+local-down:
+	$(VENV)/bin/airflow-k8s-ml local down
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info demo-output

@@ -1,0 +1,62 @@
+"""Checkpoints on S3 or a filesystem: atomic commit, newest complete, integrity without download, resume.
+
+Import-light on purpose: DAG files and pods import this package, so names resolve lazily on first access and
+nothing here imports boto3 or Airflow until a function that needs them runs. See ``docs/checkpoints.md``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.checkpoints.download import download_checkpoint
+    from airflow_k8s_ml.checkpoints.integrity import VerifyMode
+    from airflow_k8s_ml.checkpoints.manifest import Manifest, ManifestFile
+    from airflow_k8s_ml.checkpoints.resume import resolve_resume
+    from airflow_k8s_ml.checkpoints.rules import MetricRule, evaluate, parse_rules
+    from airflow_k8s_ml.checkpoints.store import Checkpoint, CheckpointStore, Scan
+    from airflow_k8s_ml.checkpoints.writer import CheckpointWriter
+
+_LAZY = {
+    "CheckpointWriter": "writer",
+    "CheckpointStore": "store",
+    "Checkpoint": "store",
+    "Scan": "store",
+    "download_checkpoint": "download",
+    "resolve_resume": "resume",
+    "Manifest": "manifest",
+    "ManifestFile": "manifest",
+    "MetricRule": "rules",
+    "parse_rules": "rules",
+    "evaluate": "rules",
+    "VerifyMode": "integrity",
+}
+
+__all__ = [
+    "Checkpoint",
+    "CheckpointStore",
+    "CheckpointWriter",
+    "Manifest",
+    "ManifestFile",
+    "MetricRule",
+    "Scan",
+    "VerifyMode",
+    "download_checkpoint",
+    "evaluate",
+    "parse_rules",
+    "resolve_resume",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

@@ -1,0 +1,83 @@
+"""The storage interface the writer, the store and the downloader share, so ``s3://`` and ``file://``
+differ in exactly one place.
+
+Keys are relative to a step folder (``step-3``) under the base location. Writes go through a *staging* area
+named by a per-commit id and become visible only at :meth:`Backend.publish`, which is atomic: S3 uses a
+conditional ``MANIFEST.json`` write (``If-None-Match: *``), a filesystem a directory rename.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Protocol
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.checkpoints.uri import Location
+
+Source = str | bytes
+"""A local file path or the bytes themselves."""
+
+
+class Backend(Protocol):
+    """What a storage kind must offer. Missing objects are reported as ``None``, never raised."""
+
+    location: Location
+    stores_checksums: bool
+    """True when the storage records a SHA-256 per object that can be read without the bytes (S3)."""
+
+    def list_folders(self) -> list[str]:
+        """Names of the folders directly under the base (``step-1``, ``step-2``, ...; others ignored)."""
+        ...
+
+    def list_objects(self, folder: str) -> dict[str, int]:
+        """Every object under ``folder``, recursively: key relative to the folder -> size in bytes."""
+        ...
+
+    def read(self, folder: str, key: str) -> bytes | None:
+        """A small object's bytes (the manifest), or None if absent."""
+        ...
+
+    def stored_checksum(self, folder: str, key: str) -> tuple[int | None, str | None]:
+        """Size and stored base64 SHA-256 checksum without reading the bytes; ``(None, None)`` if absent."""
+        ...
+
+    def hash_object(self, folder: str, key: str) -> tuple[int | None, str | None]:
+        """Size and hex sha256 of the bytes, streamed; ``(None, None)`` if absent."""
+        ...
+
+    def download(self, folder: str, key: str, dest: str) -> tuple[int, str]:
+        """Copy an object to the local file ``dest``; returns size and hex sha256 of what was written."""
+        ...
+
+    def staging_prefix(self, commit_id: str) -> str:
+        """Key prefix (relative to the step folder) that a commit's files get once published."""
+        ...
+
+    def has_manifest(self, folder: str) -> bool:
+        """Whether ``folder`` is already committed: lets a writer fail before uploading gigabytes."""
+        ...
+
+    def put(self, folder: str, commit_id: str, key: str, source: Source) -> tuple[int, str, str | None]:
+        """Stage one file; returns size, hex sha256 and the storage checksum if it is not plain sha256."""
+        ...
+
+    def publish(self, folder: str, commit_id: str, manifest: bytes) -> None:
+        """Make the staged commit visible atomically; CheckpointError if the folder is already committed."""
+        ...
+
+    def discard(self, folder: str, commit_id: str) -> None:
+        """Best-effort removal of a commit's staged files after a failure or a lost race."""
+        ...
+
+
+def open_backend(uri: str, s3_client: object | None = None, field: str = "uri") -> Backend:
+    """A backend for ``uri``. For ``s3://`` without a client, build one from the environment (pod side)."""
+    from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+    location = parse_uri(uri, field)
+    if location.scheme == "file":
+        from airflow_k8s_ml.checkpoints.file_backend import FileBackend
+
+        return FileBackend(location)
+    from airflow_k8s_ml.checkpoints.s3_backend import S3Backend, env_s3_client
+
+    return S3Backend(location, s3_client if s3_client is not None else env_s3_client())

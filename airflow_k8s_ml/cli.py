@@ -1,0 +1,67 @@
+"""``airflow-k8s-ml``: operate the embedded local cluster and run the demo.
+
+    airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
+    airflow-k8s-ml local status
+    airflow-k8s-ml local down
+    airflow-k8s-ml demo
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+
+def _local(args: argparse.Namespace) -> int:
+    from .local_cluster import daemon
+    from .local_cluster.__main__ import options_from
+
+    if args.action == "up":
+        options = options_from(args)
+        kubeconfig = daemon.start_background(options)
+        print(f"local cluster is up (state dir {options.state_dir})", file=sys.stderr)
+        print(f"export KUBECONFIG={kubeconfig}")
+        return 0
+    state_dir = args.state_dir.resolve()
+    if args.action == "down":
+        stopped = daemon.stop_background(state_dir)
+        print("local cluster stopped" if stopped else "local cluster was not running", file=sys.stderr)
+        return 0
+    pid = daemon.pid_of(state_dir)
+    if pid is None or not daemon.ping(state_dir):
+        print("local cluster: not running")
+        return 1
+    version = daemon.request(state_dir, "/version")
+    pods = daemon.request(state_dir, "/api/v1/pods")["items"]
+    jobs = daemon.request(state_dir, "/apis/batch/v1/jobs")["items"]
+    print(json.dumps({"state": "running", "pid": pid, "kubeconfig": str(state_dir / "kubeconfig"),
+                      "version": version.get("gitVersion"), "pods": len(pods), "jobs": len(jobs)}, indent=2))
+    return 0
+
+
+def _demo(args: argparse.Namespace) -> int:
+    from .demo import main as demo_main
+
+    return demo_main(args.output)
+
+
+def main(argv: list[str] | None = None) -> int:
+    from .local_cluster.__main__ import add_serve_arguments
+
+    parser = argparse.ArgumentParser(prog="airflow-k8s-ml", description=__doc__.splitlines()[0])
+    sub = parser.add_subparsers(dest="command", required=True)
+    local = sub.add_parser("local", help="operate the embedded local cluster")
+    local.add_argument("action", choices=["up", "down", "status"])
+    add_serve_arguments(local)
+    local.set_defaults(func=_local)
+    demo = sub.add_parser("demo", help="run the nightly DAG end to end on the local cluster and local S3")
+    demo.add_argument("--output", type=Path, default=Path("demo-output"))
+    demo.set_defaults(func=_demo)
+    args = parser.parse_args(argv)
+    return int(args.func(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,37 @@
+"""``python -m airflow_k8s_ml.local_cluster serve [--state-dir D] [--port N] ...``: foreground server."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+from pathlib import Path
+
+from .daemon import DEFAULT_STATE_DIR, ServeOptions, serve_forever
+
+
+def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR,
+                        help="where the kubeconfig, token, CA, logs and volumes live")
+    parser.add_argument("--port", type=int, default=0, help="API port on 127.0.0.1 (0 = any free port)")
+    parser.add_argument("--cpu", default="8", help="node CPU capacity")
+    parser.add_argument("--memory", default="32Gi", help="node memory capacity")
+    parser.add_argument("--gpus", type=int, default=0, help="node nvidia.com/gpu capacity")
+    parser.add_argument("--no-tls", dest="tls", action="store_false", help="serve plain HTTP (loopback only)")
+
+
+def options_from(args: argparse.Namespace) -> ServeOptions:
+    return ServeOptions(state_dir=args.state_dir.resolve(), port=args.port, cpu=args.cpu, memory=args.memory,
+                        gpus=args.gpus, tls=args.tls)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(prog="python -m airflow_k8s_ml.local_cluster")
+    sub = parser.add_subparsers(dest="command", required=True)
+    add_serve_arguments(sub.add_parser("serve", help="run the local cluster in the foreground"))
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    serve_forever(options_from(args))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,256 @@
+"""Wire the local cluster together: store, API server, controllers, credentials; run it in a thread.
+
+``LocalCluster`` is the asyncio object (everything runs on one loop). ``ClusterThread`` runs it in a
+background thread for tests and embedding; ``python -m airflow_k8s_ml.local_cluster serve`` runs it in
+the foreground for ``airflow-k8s-ml local up``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from aiohttp import web
+
+from . import errors
+from .controllers.base import Controller
+from .events import EventRecorder
+from .faults import Faults
+from .meta import new_uid
+from .metrics import Metrics
+from .resources import ResourceType, lookup
+from .security import (
+    ensure_loopback,
+    generate_tls,
+    kubeconfig,
+    new_token,
+    server_ssl_context,
+    write_kubeconfig,
+    write_private,
+)
+from .server import ApiServer, SubresourceHandler, json_response
+from .settings import ClusterSettings
+from .store import Obj, Store
+
+log = logging.getLogger(__name__)
+
+# Admission: (object being written, previous object or None) -> object to store; raises ApiError (422).
+Admission = Callable[[Obj, Obj | None], Obj]
+# Version conversion for kinds served at several versions (HPA v1 <-> v2): (obj, target rt) -> obj.
+Converter = Callable[[Obj, ResourceType], Obj]
+
+
+def _rt(group: str, version: str, plural: str) -> ResourceType:
+    rt = lookup(group, version, plural)
+    assert rt is not None
+    return rt
+
+
+class LocalCluster:
+    def __init__(self, settings: ClusterSettings | None = None) -> None:
+        self.settings = settings or ClusterSettings()
+        ensure_loopback(self.settings.host)
+        self.token = self.settings.token or new_token()
+        self.store = Store(self.settings.watch_history, clock=self.settings.clock.now)
+        self.metrics = Metrics(lambda: self.store.open_watches)
+        self.faults = Faults()
+        self.events = EventRecorder(self.store, self.settings.clock.now, self.settings.node_name)
+        self.admissions: dict[tuple[str, str], list[Admission]] = {}
+        self.converters: dict[tuple[str, str], Converter] = {}
+        self.subresources: dict[tuple[tuple[str, str], str], SubresourceHandler] = {}
+        self.admin_actions: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self.controllers: list[Controller] = []
+        self.url = ""
+        self.kubeconfig_path = self.settings.state_dir / "kubeconfig"
+        self._runner: web.AppRunner | None = None
+        self._ca_path: Path | None = None
+        self._install_controllers()
+
+    # -- extension points used by controllers ------------------------------------------------------
+    def register_admission(self, rt: ResourceType, fn: Admission) -> None:
+        self.admissions.setdefault(rt.storage_key, []).append(fn)
+
+    def register_subresource(self, rt: ResourceType, name: str, handler: SubresourceHandler) -> None:
+        self.subresources[(rt.storage_key, name)] = handler
+
+    def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
+        obj = self.to_storage(rt, obj)
+        _validate_name(rt, obj)
+        if old is None:  # like FillObjectMetaSystemFields before PrepareForCreate: admission may use the uid
+            obj.setdefault("metadata", {})["uid"] = new_uid()
+        for fn in self.admissions.get(rt.storage_key, []):
+            obj = fn(obj, old)
+        return obj
+
+    def to_storage(self, rt: ResourceType, obj: Obj) -> Obj:
+        if rt.storage_version and rt.storage_key in self.converters:
+            storage_rt = lookup(rt.group, rt.storage_version, rt.plural)
+            assert storage_rt is not None
+            return self.converters[rt.storage_key](obj, storage_rt)
+        return obj
+
+    def present(self, rt: ResourceType, obj: Obj) -> Obj:
+        """Convert a stored object to the version the request asked for."""
+        if obj.get("apiVersion") != rt.api_version and rt.storage_key in self.converters:
+            return self.converters[rt.storage_key](obj, rt)
+        return obj
+
+    def _install_controllers(self) -> None:
+        from .controllers import registry
+
+        for factory in registry.controllers():
+            controller = factory(self)
+            controller.attach()
+            self.controllers.append(controller)
+
+    def controller(self, name: str) -> Controller:
+        return next(c for c in self.controllers if c.name == name)
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def start(self) -> None:
+        state = self.settings.state_dir
+        state.mkdir(parents=True, exist_ok=True)
+        self._seed()
+        ssl_ctx = None
+        if self.settings.tls:
+            self._ca_path, cert, key = generate_tls(state, self.settings.host)
+            ssl_ctx = server_ssl_context(cert, key)
+        self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_ctx,
+                           reuse_address=True)
+        await site.start()
+        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        scheme = "https" if ssl_ctx else "http"
+        host = f"[{self.settings.host}]" if ":" in self.settings.host else self.settings.host
+        self.url = f"{scheme}://{host}:{port}"
+        write_kubeconfig(self.kubeconfig_path, kubeconfig(self.url, self.token, self._ca_path))
+        write_private(state / "token", self.token)
+        for controller in self.controllers:
+            await controller.start()
+        log.info("local cluster serving at %s (kubeconfig %s)", self.url, self.kubeconfig_path)
+
+    async def stop(self) -> None:
+        for controller in reversed(self.controllers):
+            await controller.stop()
+        self.store.close_all_watches()
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    def _seed(self) -> None:
+        namespaces = _rt("", "v1", "namespaces")
+        for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
+            if self.store.find(namespaces, "", name) is None:
+                self.store.create(namespaces, {"metadata": {"name": name,
+                                                            "labels": {"kubernetes.io/metadata.name": name}},
+                                               "spec": {"finalizers": ["kubernetes"]},
+                                               "status": {"phase": "Active"}})
+
+    # -- admin (fault injection and operations) -----------------------------------------------------
+    async def admin(self, request: web.Request, action: str) -> web.StreamResponse:
+        body: dict[str, Any] = {}
+        if request.can_read_body:
+            raw = await request.read()
+            body = json.loads(raw) if raw.strip() else {}
+        if action == "faults":
+            if request.method == "DELETE":
+                self.faults.clear()
+            elif request.method in ("POST", "PUT"):
+                self.faults.configure(body)
+            return json_response(self.faults.describe())
+        if action == "expire-history" and request.method == "POST":
+            self.store.expire_history()
+            return json_response({"oldestResourceVersion": str(self.store.oldest_resource_version)})
+        if action == "close-watches" and request.method == "POST":
+            self.store.close_all_watches()
+            return json_response({"closed": True})
+        handler = self.admin_actions.get(action)
+        if handler is None or request.method != "POST":
+            raise errors.ApiError(404, "NotFound", f"no admin action {action!r}")
+        result = handler(body)
+        if asyncio.iscoroutine(result):
+            result = await result
+        return json_response(result if result is not None else {"ok": True})
+
+
+def _validate_name(rt: ResourceType, obj: Obj) -> None:
+    from .naming import validate_object_name
+
+    meta = obj.get("metadata") or {}
+    name = meta.get("name")
+    if name:
+        problem = validate_object_name(rt, name)
+        if problem:
+            raise errors.invalid(rt.kind, rt.group, rt.plural, name,
+                                 [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {problem}')])
+
+
+class ClusterThread:
+    """Run a :class:`LocalCluster` on its own event loop in a daemon thread (tests, embedding)."""
+
+    def __init__(self, settings: ClusterSettings | None = None) -> None:
+        self.cluster = LocalCluster(settings)
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name="local-cluster", daemon=True)
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        try:
+            self._loop.run_until_complete(self.cluster.start())
+        except BaseException as exc:
+            self._error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        self._loop.run_forever()
+
+    def start(self) -> ClusterThread:
+        self._thread.start()
+        self._ready.wait(30)
+        if self._error is not None:
+            raise self._error
+        return self
+
+    def call(self, fn: Callable[[], Any]) -> Any:
+        """Run ``fn`` on the cluster's loop and return its result (store access from another thread)."""
+
+        async def wrapper() -> Any:
+            result = fn()
+            if asyncio.iscoroutine(result):
+                result = await result
+            return result
+
+        return asyncio.run_coroutine_threadsafe(wrapper(), self._loop).result(30)
+
+    def stop(self) -> None:
+        if not self._thread.is_alive():
+            return
+        asyncio.run_coroutine_threadsafe(self.cluster.stop(), self._loop).result(60)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(10)
+
+    @property
+    def url(self) -> str:
+        return self.cluster.url
+
+    @property
+    def token(self) -> str:
+        return self.cluster.token
+
+    @property
+    def kubeconfig_path(self) -> Path:
+        return self.cluster.kubeconfig_path
+
+    def __enter__(self) -> ClusterThread:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,1 @@
+"""Controllers of the local cluster: each reconciles one kind from the store, like kube-controller-manager."""

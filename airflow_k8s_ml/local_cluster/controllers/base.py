@@ -1,0 +1,99 @@
+"""A small reconcile loop shared by every controller: a de-duplicating work queue fed by store changes
+and by a periodic resync (time-based rules: deadlines, back-offs, TTLs, schedules).
+
+Subclasses implement :meth:`keys_for` (which objects a change concerns) and :meth:`reconcile` (bring one
+object to its desired state). Reconciles run on the cluster's event loop, one at a time per controller.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from ..store import Change
+
+if TYPE_CHECKING:
+    from ..cluster import LocalCluster
+
+log = logging.getLogger(__name__)
+
+ObjKey = tuple[str, str]  # (namespace, name) of the controller's primary kind
+
+
+class Controller:
+    name = "controller"
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.store = cluster.store
+        self.settings = cluster.settings
+        self._queue: asyncio.Queue[ObjKey] | None = None
+        self._pending: set[ObjKey] = set()
+        self._task: asyncio.Task[None] | None = None
+        self._resync_task: asyncio.Task[None] | None = None
+
+    # -- to override -------------------------------------------------------------------------------
+    def attach(self) -> None:
+        """Register admission functions and subresource handlers with the cluster (called once)."""
+
+    def keys_for(self, change: Change) -> Iterable[ObjKey]:
+        return ()
+
+    def all_keys(self) -> Iterable[ObjKey]:
+        return ()
+
+    async def reconcile(self, key: ObjKey) -> None:
+        raise NotImplementedError
+
+    async def on_stop(self) -> None:
+        """Release what the controller holds (processes, sockets)."""
+
+    # -- machinery ---------------------------------------------------------------------------------
+    def enqueue(self, key: ObjKey) -> None:
+        if self._queue is not None and key not in self._pending:
+            self._pending.add(key)
+            self._queue.put_nowait(key)
+
+    def _on_change(self, change: Change) -> None:
+        for key in self.keys_for(change):
+            self.enqueue(key)
+
+    async def start(self) -> None:
+        self._queue = asyncio.Queue()
+        self.store.add_listener(self._on_change)
+        for key in self.all_keys():
+            self.enqueue(key)
+        self._task = asyncio.create_task(self._work(), name=f"{self.name}-worker")
+        self._resync_task = asyncio.create_task(self._resync(), name=f"{self.name}-resync")
+
+    async def stop(self) -> None:
+        for task in (self._task, self._resync_task):
+            if task is not None:
+                task.cancel()
+        for task in (self._task, self._resync_task):
+            if task is not None:
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+        await self.on_stop()
+
+    async def _work(self) -> None:
+        assert self._queue is not None
+        while True:
+            key = await self._queue.get()
+            self._pending.discard(key)
+            try:
+                await self.reconcile(key)
+            except asyncio.CancelledError:
+                raise
+            except Exception:
+                log.exception("%s: reconcile of %s failed", self.name, key)
+
+    async def _resync(self) -> None:
+        while True:
+            await asyncio.sleep(self.settings.resync_period)
+            for key in self.all_keys():
+                self.enqueue(key)

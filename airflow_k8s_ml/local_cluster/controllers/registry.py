@@ -1,0 +1,27 @@
+"""The controllers a local cluster runs, in start order, as ``module:Class`` paths relative to this
+package's parent (so a controller is only imported when a cluster starts)."""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ..cluster import LocalCluster
+    from .base import Controller
+
+CONTROLLER_PATHS: list[str] = [
+    "controllers.garbage:GarbageCollector",
+    "controllers.job:JobController",
+    "controllers.job_ttl:TTLAfterFinishedController",
+]
+
+
+def _load(path: str) -> Callable[[LocalCluster], Controller]:
+    module, _, cls = path.partition(":")
+    return getattr(importlib.import_module(f"airflow_k8s_ml.local_cluster.{module}"), cls)  # type: ignore[no-any-return]
+
+
+def controllers() -> list[Callable[[LocalCluster], Controller]]:
+    return [_load(p) for p in CONTROLLER_PATHS]

@@ -1,0 +1,147 @@
+"""Run the local cluster in the foreground until SIGTERM/SIGINT, and start/stop it as a background
+process for ``airflow-k8s-ml local up|down|status``.
+
+The background process writes ``<state>/server.pid`` and ``<state>/kubeconfig``; ``up`` returns once the
+server answers ``/readyz`` with the token, so a script can use the cluster on the next line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import ssl
+import subprocess
+import sys
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+from .settings import ClusterSettings, NodeCapacity
+
+DEFAULT_STATE_DIR = Path(os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local"))
+
+
+@dataclass
+class ServeOptions:
+    state_dir: Path = DEFAULT_STATE_DIR
+    port: int = 0
+    cpu: str = "8"
+    memory: str = "32Gi"
+    gpus: int = 0
+    tls: bool = True
+
+    def settings(self) -> ClusterSettings:
+        return ClusterSettings(state_dir=self.state_dir, port=self.port, tls=self.tls,
+                               capacity=NodeCapacity(cpu=self.cpu, memory=self.memory, gpus=self.gpus))
+
+    def argv(self) -> list[str]:
+        args = ["--state-dir", str(self.state_dir), "--port", str(self.port), "--cpu", self.cpu,
+                "--memory", self.memory, "--gpus", str(self.gpus)]
+        return args + ([] if self.tls else ["--no-tls"])
+
+
+def serve_forever(options: ServeOptions) -> None:
+    from .cluster import LocalCluster
+
+    async def main() -> None:
+        cluster = LocalCluster(options.settings())
+        await cluster.start()
+        stop = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.add_signal_handler(sig, stop.set)
+        (options.state_dir / "server.pid").write_text(str(os.getpid()))
+        print(f"local cluster serving at {cluster.url}", flush=True)
+        await stop.wait()
+        await cluster.stop()
+
+    try:
+        asyncio.run(main())
+    finally:
+        (options.state_dir / "server.pid").unlink(missing_ok=True)
+
+
+def pid_of(state_dir: Path) -> int | None:
+    try:
+        pid = int((state_dir / "server.pid").read_text())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
+    """Start the server as a detached process; return the kubeconfig path once it answers."""
+    if pid_of(options.state_dir) is not None:
+        if ping(options.state_dir):
+            return options.state_dir / "kubeconfig"
+    options.state_dir.mkdir(parents=True, exist_ok=True)
+    (options.state_dir / "kubeconfig").unlink(missing_ok=True)
+    log = open(options.state_dir / "server.log", "ab")  # noqa: SIM115 - handed to the child
+    subprocess.Popen(
+        [sys.executable, "-m", "airflow_k8s_ml.local_cluster", "serve", *options.argv()],
+        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+    )
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if ping(options.state_dir):
+            return options.state_dir / "kubeconfig"
+        time.sleep(0.1)
+    raise RuntimeError(f"local cluster did not become ready in {timeout:.0f}s; see {options.state_dir}/server.log")
+
+
+def stop_background(state_dir: Path, timeout: float = 40.0) -> bool:
+    pid = pid_of(state_dir)
+    if pid is None:
+        return False
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return True
+        time.sleep(0.1)
+    os.killpg(pid, signal.SIGKILL)
+    return True
+
+
+def _endpoint(state_dir: Path) -> tuple[str, str, ssl.SSLContext | None] | None:
+    import yaml
+
+    path = state_dir / "kubeconfig"
+    if not path.exists():
+        return None
+    config = yaml.safe_load(path.read_text())
+    server = config["clusters"][0]["cluster"]["server"]
+    token = config["users"][0]["user"]["token"]
+    ctx = None
+    if server.startswith("https"):
+        ctx = ssl.create_default_context(cafile=str(state_dir / "ca.crt"))
+    return server, token, ctx
+
+
+def request(state_dir: Path, path: str, method: str = "GET", body: dict | None = None) -> dict:
+    endpoint = _endpoint(state_dir)
+    if endpoint is None:
+        raise RuntimeError("local cluster is not running")
+    server, token, ctx = endpoint
+    data = json.dumps(body).encode() if body is not None else None
+    req = urllib.request.Request(server + path, data=data, method=method,
+                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
+        raw = resp.read()
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return {"text": raw.decode()}
+
+
+def ping(state_dir: Path) -> bool:
+    try:
+        return request(state_dir, "/readyz").get("text") == "ok"
+    except Exception:
+        return False

@@ -1,0 +1,145 @@
+"""Container logs in the CRI file format, one file per container instance.
+
+Each line is ``<RFC3339Nano> <stdout|stderr> <F|P> <content>`` (what containerd writes under
+/var/log/pods): timestamps make ``timestamps=true``/``sinceTime`` answerable, and a separate file per
+instance makes ``previous=true`` answerable. A :class:`LogSink` also wakes followers (``logs -f``) on
+every write and tells them when the instance has exited.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+MAX_LINE = 16 * 1024  # longer lines are split into partial (P) records, as the CRI does
+
+
+def rfc3339_nano(ns: int) -> str:
+    seconds, nanos = divmod(ns, 1_000_000_000)
+    stamp = dt.datetime.fromtimestamp(seconds, tz=dt.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{nanos:09d}Z"
+
+
+def parse_rfc3339(value: str) -> float:
+    """Seconds since the epoch for RFC 3339 with up to nanosecond precision (Python parses micro only)."""
+    value = value.strip().replace("z", "Z")
+    offset = "+00:00"
+    if value.endswith("Z"):
+        value = value[:-1]
+    elif len(value) > 6 and value[-6] in "+-":
+        value, offset = value[:-6], value[-6:]
+    main, _, fraction = value.partition(".")
+    base = dt.datetime.fromisoformat(main + offset).timestamp()
+    return base + (float("0." + fraction) if fraction else 0.0)
+
+
+@dataclass(frozen=True)
+class Record:
+    timestamp: str
+    stream: str
+    partial: bool
+    content: bytes
+
+    @property
+    def seconds(self) -> float:
+        return parse_rfc3339(self.timestamp)
+
+    def render(self, timestamps: bool) -> bytes:
+        prefix = self.timestamp.encode() + b" " if timestamps else b""
+        return prefix + self.content + (b"" if self.partial else b"\n")
+
+
+def parse_line(line: bytes) -> Record | None:
+    parts = line.split(b" ", 3)
+    if len(parts) < 3:
+        return None
+    content = parts[3] if len(parts) == 4 else b""
+    return Record(parts[0].decode(), parts[1].decode(), parts[2] == b"P", content)
+
+
+def read_records(path: Path, offset: int = 0) -> tuple[list[Record], int]:
+    """Complete records from ``offset``; returns them and the offset after the last complete line."""
+    try:
+        with path.open("rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except FileNotFoundError:
+        return [], offset
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], offset
+    records = [r for line in data[:end].split(b"\n") if (r := parse_line(line)) is not None]
+    return records, offset + end + 1
+
+
+class LogSink:
+    """The writing end for one container instance; followers await :meth:`changed`."""
+
+    def __init__(self, path: Path) -> None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = path
+        self._file = path.open("ab")
+        self.closed = False
+        self._waiters: list[asyncio.Future[None]] = []
+
+    def write(self, stream: str, content: bytes, partial: bool = False) -> None:
+        if self.closed:
+            return
+        header = f"{rfc3339_nano(time.time_ns())} {stream} {'P' if partial else 'F'} ".encode()
+        self._file.write(header + content + b"\n")
+        self._file.flush()
+        self._wake()
+
+    def close(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self._file.close()
+            self._wake()
+
+    async def changed(self, timeout: float) -> None:
+        """Return after the next write or close, or after ``timeout``."""
+        if self.closed:
+            return
+        waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._waiters.append(waiter)
+        try:
+            await asyncio.wait_for(asyncio.shield(waiter), timeout)
+        except TimeoutError:
+            pass
+        finally:
+            if waiter in self._waiters:
+                self._waiters.remove(waiter)
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+
+async def pump(reader: asyncio.StreamReader, stream: str, sink: LogSink) -> None:
+    """Copy a pipe into the sink line by line until EOF."""
+    buffer = b""
+    while True:
+        chunk = await reader.read(65536)
+        if not chunk:
+            break
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            _write_line(sink, stream, line)
+        while len(buffer) > MAX_LINE:
+            sink.write(stream, buffer[:MAX_LINE], partial=True)
+            buffer = buffer[MAX_LINE:]
+    if buffer:
+        sink.write(stream, buffer)
+
+
+def _write_line(sink: LogSink, stream: str, line: bytes) -> None:
+    while len(line) > MAX_LINE:
+        sink.write(stream, line[:MAX_LINE], partial=True)
+        line = line[MAX_LINE:]
+    sink.write(stream, line)

@@ -1,0 +1,68 @@
+"""Pod networking on one machine: a distinct loopback address per pod, so ports never clash.
+
+Linux routes all of 127.0.0.0/8 to the loopback interface, so every pod gets its own ``127.42.x.y`` and
+two pods (two replicas of one Deployment) can both listen on port 8080. Processes that bind the wildcard
+address (``0.0.0.0``/``""``, what most servers do) would still clash, so Python processes get a tiny
+``sitecustomize`` (directory ``pyshim``, put first on ``PYTHONPATH``) that rewrites wildcard IPv4 binds to
+the pod IP. ``POD_IP`` itself is only set through the downward API, as on a real cluster.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from pathlib import Path
+from urllib.parse import urlparse
+
+HOST_IP = "127.0.0.1"
+SHIM_DIR = Path(__file__).resolve().parent / "pyshim"
+BIND_ENV = "LOCAL_CLUSTER_BIND_ADDRESS"
+_FIRST = int(ipaddress.IPv4Address("127.42.0.1"))
+_LAST = int(ipaddress.IPv4Address("127.42.255.254"))
+
+
+class IpAllocator:
+    """Hands out pod IPs round-robin, so an address is reused only after the whole range went by
+    (a client still holding an old pod's IP does not silently reach a new pod)."""
+
+    def __init__(self) -> None:
+        self._next = _FIRST
+        self._in_use: dict[str, str] = {}
+
+    def allocate(self, uid: str) -> str:
+        if uid in self._in_use:
+            return self._in_use[uid]
+        taken = set(self._in_use.values())
+        for _ in range(_LAST - _FIRST + 1):
+            candidate = self._next
+            self._next = _FIRST if candidate >= _LAST else candidate + 1
+            ip = str(ipaddress.IPv4Address(candidate))
+            if ip.endswith((".0", ".255")) or ip in taken:
+                continue
+            self._in_use[uid] = ip
+            return ip
+        raise RuntimeError("no free pod IP in 127.42.0.0/16")
+
+    def release(self, uid: str) -> None:
+        self._in_use.pop(uid, None)
+
+
+def api_server_env(url: str) -> dict[str, str]:
+    """The variables every container gets so in-cluster clients find the API server."""
+    parsed = urlparse(url)
+    host, port = parsed.hostname or HOST_IP, str(parsed.port or 443)
+    return {
+        "KUBERNETES_SERVICE_HOST": host,
+        "KUBERNETES_SERVICE_PORT": port,
+        "KUBERNETES_SERVICE_PORT_HTTPS": port,
+        "KUBERNETES_PORT": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP": f"tcp://{host}:{port}",
+        f"KUBERNETES_PORT_{port}_TCP_PROTO": "tcp",
+        f"KUBERNETES_PORT_{port}_TCP_PORT": port,
+        f"KUBERNETES_PORT_{port}_TCP_ADDR": host,
+    }
+
+
+def bind_shim_env(pod_ip: str, python_path: str | None) -> dict[str, str]:
+    """PYTHONPATH with the shim first (keeping the pod's own entries) and the address to bind."""
+    paths = [str(SHIM_DIR)] + ([python_path] if python_path else [])
+    return {"PYTHONPATH": ":".join(paths), BIND_ENV: pod_ip}

@@ -1,0 +1,44 @@
+"""Prometheus text metrics, named as the real apiserver names them where one exists.
+
+Benchmarks read ``apiserver_request_total`` (requests per waiting job-hour) and
+``apiserver_tcp_connections_total`` (new connections per request) from here.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Callable
+
+
+class Metrics:
+    def __init__(self, open_watches: Callable[[], int]) -> None:
+        self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.connections = 0
+        self._open_watches = open_watches
+        self.longrunning: Counter[str] = Counter()
+
+    def count_request(self, verb: str, resource: str, code: int) -> None:
+        self.requests[(verb, resource, str(code))] += 1
+
+    def render(self) -> str:
+        lines = [
+            "# HELP apiserver_request_total Counter of apiserver requests broken out by verb, resource and code.",
+            "# TYPE apiserver_request_total counter",
+        ]
+        for (verb, resource, code), n in sorted(self.requests.items()):
+            lines.append(f'apiserver_request_total{{verb="{verb}",resource="{resource}",code="{code}"}} {n}')
+        lines += [
+            "# HELP apiserver_longrunning_requests Gauge of all active long-running apiserver requests.",
+            "# TYPE apiserver_longrunning_requests gauge",
+        ]
+        for resource, n in sorted(self.longrunning.items()):
+            lines.append(f'apiserver_longrunning_requests{{verb="WATCH",resource="{resource}"}} {n}')
+        lines += [
+            "# HELP apiserver_registered_watchers Number of currently open watches.",
+            "# TYPE apiserver_registered_watchers gauge",
+            f"apiserver_registered_watchers {self._open_watches()}",
+            "# HELP apiserver_tcp_connections_total Client TCP connections accepted.",
+            "# TYPE apiserver_tcp_connections_total counter",
+            f"apiserver_tcp_connections_total {self.connections}",
+        ]
+        return "\n".join(lines) + "\n"

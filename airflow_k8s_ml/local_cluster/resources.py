@@ -1,0 +1,114 @@
+"""The resource types the local cluster serves: one table, read by discovery, routing, storage and OpenAPI.
+
+Keeping every fact about a resource (group, version, kind, scope, verbs, short names, subresources, the
+default garbage-collection policy) in one row means discovery cannot drift from what the handlers accept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
+
+
+@dataclass(frozen=True)
+class ResourceType:
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+    short_names: tuple[str, ...] = ()
+    subresources: tuple[str, ...] = ("status",)
+    # What DELETE does to dependents when the client sends no propagationPolicy (upstream per-kind default).
+    default_propagation: str = "Background"
+    # Another served version whose objects are stored under this row (e.g. autoscaling/v1 HPA -> v2).
+    storage_version: str | None = None
+    categories: tuple[str, ...] = ("all",)
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    @property
+    def singular(self) -> str:
+        return self.kind.lower()
+
+    @property
+    def storage_key(self) -> tuple[str, str]:
+        """Objects are stored once per (group, plural), whatever version they are served at."""
+        return (self.group, self.plural)
+
+    @property
+    def qualified(self) -> str:
+        return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+RESOURCE_TYPES: tuple[ResourceType, ...] = (
+    ResourceType("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",), categories=()),
+    ResourceType("", "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "eviction")),
+    ResourceType("", "v1", "services", "Service", short_names=("svc",), subresources=("status", "proxy")),
+    ResourceType("", "v1", "endpoints", "Endpoints", short_names=("ep",), subresources=(), categories=()),
+    ResourceType("", "v1", "events", "Event", short_names=("ev",), subresources=(), categories=()),
+    ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",), subresources=(), categories=()),
+    ResourceType("", "v1", "secrets", "Secret", subresources=(), categories=()),
+    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), categories=()),
+    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), subresources=(), categories=()),
+    ResourceType("", "v1", "nodes", "Node", namespaced=False, short_names=("no",), categories=()),
+    ResourceType("batch", "v1", "jobs", "Job", default_propagation="Orphan"),
+    ResourceType("batch", "v1", "cronjobs", "CronJob", short_names=("cj",)),
+    ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",), subresources=("status", "scale")),
+    ResourceType("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=("status", "scale")),
+    ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short_names=("hpa",)),
+    ResourceType(
+        "autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
+        short_names=("hpa",), storage_version="v2",
+    ),
+    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), categories=()),
+    ResourceType(
+        "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", short_names=("netpol",),
+        subresources=(), categories=(),
+    ),
+    ResourceType("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", categories=("all", "kubeflow")),
+)
+
+# Preferred version per group, in the order /apis lists groups.
+PREFERRED_VERSIONS: dict[str, str] = {
+    "batch": "v1",
+    "apps": "v1",
+    "autoscaling": "v2",
+    "policy": "v1",
+    "networking.k8s.io": "v1",
+    "kubeflow.org": "v1",
+}
+
+
+def lookup(group: str, version: str, plural: str) -> ResourceType | None:
+    """The row serving ``plural`` at ``group/version``, or None when the URL names nothing we serve."""
+    for rt in RESOURCE_TYPES:
+        if rt.group == group and rt.version == version and rt.plural == plural:
+            return rt
+    return None
+
+
+def by_kind(api_version: str, kind: str) -> ResourceType | None:
+    for rt in RESOURCE_TYPES:
+        if rt.api_version == api_version and rt.kind == kind:
+            return rt
+    return None
+
+
+def group_versions() -> dict[str, list[str]]:
+    """Served versions per named group (core excluded), preferred version first."""
+    result: dict[str, list[str]] = {}
+    for rt in RESOURCE_TYPES:
+        if rt.group and rt.version not in result.setdefault(rt.group, []):
+            result[rt.group].append(rt.version)
+    for group, versions in result.items():
+        preferred = PREFERRED_VERSIONS.get(group, versions[0])
+        versions.sort(key=lambda v: v != preferred)
+    return result
+
+
+def served_at(group: str, version: str) -> list[ResourceType]:
+    return [rt for rt in RESOURCE_TYPES if rt.group == group and rt.version == version]

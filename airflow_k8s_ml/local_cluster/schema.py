@@ -1,0 +1,148 @@
+"""Field schemas for strict decoding, taken from the official client's generated models.
+
+A real apiserver decodes JSON into Go structs: unknown fields vanish (``fieldValidation=Ignore``), are
+reported in a ``Warning`` header (``Warn``, the default) or reject the request (``Strict``, what
+``kubectl apply`` sends). The ``kubernetes`` client ships the same schema as generated model classes
+(``openapi_types`` + ``attribute_map``), so we walk those instead of hand-copying the OpenAPI document.
+Kinds the client does not know (kubeflow.org) register a small schema tree of their own.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+# Type expressions as the generated models write them: "V1PodSpec", "list[V1Container]", "dict[str, str]",
+# "str", "object". A schema node is either a model class name, ("list", node), ("map", node), or a leaf.
+Schema = Any
+LEAF = "leaf"
+
+_LIST = re.compile(r"^list\[(.+)\]$")
+_DICT = re.compile(r"^dict\[str, (.+)\]$")
+
+KIND_MODELS: dict[tuple[str, str], str] = {
+    ("v1", "Namespace"): "V1Namespace",
+    ("v1", "Pod"): "V1Pod",
+    ("v1", "Service"): "V1Service",
+    ("v1", "Endpoints"): "V1Endpoints",
+    ("v1", "Event"): "CoreV1Event",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+    ("v1", "Secret"): "V1Secret",
+    ("v1", "PersistentVolumeClaim"): "V1PersistentVolumeClaim",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("v1", "Node"): "V1Node",
+    ("batch/v1", "Job"): "V1Job",
+    ("batch/v1", "CronJob"): "V1CronJob",
+    ("apps/v1", "Deployment"): "V1Deployment",
+    ("apps/v1", "ReplicaSet"): "V1ReplicaSet",
+    ("autoscaling/v2", "HorizontalPodAutoscaler"): "V2HorizontalPodAutoscaler",
+    ("autoscaling/v1", "HorizontalPodAutoscaler"): "V1HorizontalPodAutoscaler",
+    ("autoscaling/v1", "Scale"): "V1Scale",
+    ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("v1", "DeleteOptions"): "V1DeleteOptions",
+}
+
+# Schema trees for kinds the client has no model for: dict field -> node, "*" for free-form maps.
+CUSTOM_SCHEMAS: dict[tuple[str, str], Schema] = {}
+
+
+def _replica_spec() -> dict[str, Schema]:
+    return {"replicas": LEAF, "restartPolicy": LEAF, "template": "V1PodTemplateSpec"}
+
+
+CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
+    "apiVersion": LEAF,
+    "kind": LEAF,
+    "metadata": "V1ObjectMeta",
+    "spec": {
+        "pytorchReplicaSpecs": ("map", _replica_spec()),
+        "runPolicy": {
+            "cleanPodPolicy": LEAF,
+            "ttlSecondsAfterFinished": LEAF,
+            "activeDeadlineSeconds": LEAF,
+            "backoffLimit": LEAF,
+            "suspend": LEAF,
+            "managedBy": LEAF,
+            "schedulingPolicy": {
+                "minAvailable": LEAF, "queue": LEAF, "minResources": ("map", LEAF),
+                "priorityClass": LEAF, "scheduleTimeoutSeconds": LEAF,
+            },
+        },
+        "elasticPolicy": ("map", LEAF),
+        "nprocPerNode": LEAF,
+    },
+    "status": ("map", LEAF),
+}
+
+
+@functools.cache
+def _model_fields(model_name: str) -> dict[str, Schema] | None:
+    from kubernetes.client import models  # local import: only the server pays for the client
+
+    cls = getattr(models, model_name, None)
+    if cls is None or not hasattr(cls, "openapi_types"):
+        return None
+    return {cls.attribute_map[attr]: _parse_type(t) for attr, t in cls.openapi_types.items()}
+
+
+def _parse_type(type_expr: str) -> Schema:
+    if m := _LIST.match(type_expr):
+        return ("list", _parse_type(m.group(1)))
+    if m := _DICT.match(type_expr):
+        return ("map", _parse_type(m.group(1)))
+    if type_expr[:1].isupper() and type_expr not in ("V1Time", "V1MicroTime"):
+        return type_expr
+    return LEAF
+
+
+def schema_for(api_version: str, kind: str) -> Schema | None:
+    if (api_version, kind) in CUSTOM_SCHEMAS:
+        return CUSTOM_SCHEMAS[(api_version, kind)]
+    model = KIND_MODELS.get((api_version, kind))
+    return model
+
+
+def unknown_fields(obj: Any, schema: Schema, path: str = "") -> list[str]:
+    """Paths of fields the schema does not know, in document order (``spec.template.spec.foo``)."""
+    if schema == LEAF or schema is None:
+        return []
+    if isinstance(schema, tuple):
+        container, inner = schema
+        if container == "list" and isinstance(obj, list):
+            return [p for i, item in enumerate(obj) for p in unknown_fields(item, inner, f"{path}[{i}]")]
+        if container == "map" and isinstance(obj, dict):
+            return [p for k, v in obj.items() for p in unknown_fields(v, inner, _join(path, k))]
+        return []
+    fields = schema if isinstance(schema, dict) else _model_fields(schema)
+    if fields is None or not isinstance(obj, dict):
+        return []
+    problems: list[str] = []
+    for key, value in obj.items():
+        if key not in fields:
+            problems.append(_join(path, key))
+        else:
+            problems.extend(unknown_fields(value, fields[key], _join(path, key)))
+    return problems
+
+
+def prune(obj: Any, schema: Schema) -> Any:
+    """Drop unknown fields, as decoding into the Go types would."""
+    if schema == LEAF or schema is None:
+        return obj
+    if isinstance(schema, tuple):
+        container, inner = schema
+        if container == "list" and isinstance(obj, list):
+            return [prune(item, inner) for item in obj]
+        if container == "map" and isinstance(obj, dict):
+            return {k: prune(v, inner) for k, v in obj.items()}
+        return obj
+    fields = schema if isinstance(schema, dict) else _model_fields(schema)
+    if fields is None or not isinstance(obj, dict):
+        return obj
+    return {k: prune(v, fields[k]) for k, v in obj.items() if k in fields}
+
+
+def _join(path: str, key: str) -> str:
+    return f"{path}.{key}" if path else key

@@ -1,0 +1,489 @@
+"""The HTTP face of the local cluster: Kubernetes REST semantics over aiohttp.
+
+Requests flow through three middlewares (metrics, authentication, error rendering) into one dispatcher
+that resolves the path (:mod:`routing`) and calls a handler per verb. Handlers only translate between HTTP
+and the :class:`~.store.Store`; defaulting and validation per kind happen in admission functions that the
+controllers register, so this module knows no kind-specific rule.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import secrets
+import weakref
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any
+
+from aiohttp import web
+
+from . import discovery, errors, routing, tables
+from .decoding import check_fields, decode_body
+from .meta import new_uid
+from .patch import PatchError, apply_patch
+from .resources import ResourceType
+from .selectors import SelectorError, parse_field_selector, parse_label_selector, supported_fields
+from .store import Change, Obj
+
+if TYPE_CHECKING:
+    from .cluster import LocalCluster
+
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
+SubresourceHandler = Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]
+
+JSON = "application/json"
+
+
+def _truthy(value: str | None) -> bool:
+    # The Python clients send booleans as "True"/"False"; kubectl as "true"/"1".
+    return (value or "").lower() in ("true", "1")
+
+
+def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
+    return web.Response(text=json.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
+    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": rt.plural, "uid": obj["metadata"]["uid"]}
+    if rt.group:
+        details["group"] = rt.group
+    return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
+
+
+class ApiServer:
+    """Routes and handlers. Kind-specific behaviour lives in the cluster's admission and subresource maps."""
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        self.cluster = cluster
+        self.store = cluster.store
+        self.token = cluster.token
+        self._seen_transports: weakref.WeakSet[Any] = weakref.WeakSet()
+        self._watch_tasks: set[asyncio.Task[Any]] = set()
+
+    def app(self) -> web.Application:
+        app = web.Application(middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw],
+                              client_max_size=64 * 1024 * 1024)
+        app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        return app
+
+    # -- middlewares -------------------------------------------------------------------------------
+    @web.middleware
+    async def _metrics_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.transport is not None and request.transport not in self._seen_transports:
+            self._seen_transports.add(request.transport)
+            self.cluster.metrics.connections += 1
+        verb, resource = self._classify(request)
+        try:
+            response = await handler(request)
+        except web.HTTPException as exc:
+            self.cluster.metrics.count_request(verb, resource, exc.status)
+            raise
+        self.cluster.metrics.count_request(verb, resource, response.status)
+        return response
+
+    @web.middleware
+    async def _auth_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        header = request.headers.get("Authorization", "")
+        scheme, _, presented = header.partition(" ")
+        if scheme.lower() != "bearer" or not secrets.compare_digest(presented.strip(), self.token):
+            return json_response(errors.unauthorized().status(), 401)
+        return await handler(request)
+
+    @web.middleware
+    async def _errors_mw(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        try:
+            verb, resource = self._classify(request)
+            if not request.path.startswith("/admin") and request.path != "/metrics":
+                self.cluster.faults.check(verb, resource)
+            return await handler(request)
+        except errors.ApiError as exc:
+            return json_response(exc.status(), exc.code, exc.headers)
+        except SelectorError as exc:
+            return json_response(errors.bad_request(str(exc)).status(), 400)
+        except PatchError as exc:
+            code = getattr(exc, "code", 422)
+            err = errors.unsupported_media_type(getattr(exc, "content_type", "") or str(exc)) if code == 415 else errors.ApiError(
+                code, "BadRequest" if code == 400 else "Invalid", str(exc))
+            return json_response(err.status(), err.code)
+
+    @staticmethod
+    def _classify(request: web.Request) -> tuple[str, str]:
+        """(verb, resource) the way apiserver metrics label requests: LIST and WATCH apart from GET."""
+        target = routing.parse(request.path)
+        if not isinstance(target, routing.Target):
+            return request.method, ""
+        resource = target.plural
+        verb = request.method
+        if verb == "GET" and target.name is None:
+            verb = "WATCH" if _truthy(request.query.get("watch")) else "LIST"
+        if target.subresource and target.subresource not in ("status",):
+            resource = f"{target.plural}/{target.subresource}"
+        return verb, resource
+
+    # -- dispatch ----------------------------------------------------------------------------------
+    async def dispatch(self, request: web.Request) -> web.StreamResponse:
+        path = request.path.rstrip("/") if request.path != "/" else "/"
+        fixed = self._fixed_routes().get(path)
+        if fixed is not None:
+            return await fixed(request)
+        if path.startswith("/openapi/v3/"):
+            return self._openapi_doc(path[len("/openapi/v3/"):])
+        if path.startswith("/admin/"):
+            return await self.cluster.admin(request, path[len("/admin/"):])
+        target = routing.parse(request.path)
+        if isinstance(target, routing.GroupVersion):
+            doc = discovery.resource_list(target.group, target.version)
+            if doc is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            return json_response(doc)
+        if target is None or target.rt is None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        return await self._resource(request, target)
+
+    def _fixed_routes(self) -> dict[str, Handler]:
+        async def text(body: str) -> web.Response:
+            return web.Response(text=body, content_type="text/plain")
+
+        return {
+            "/version": lambda r: _ok(discovery.version_info()),
+            "/api": lambda r: _ok(discovery.core_versions(f"{r.host}")),
+            "/apis": lambda r: _ok(discovery.group_list()),
+            "/openapi/v3": lambda r: _ok(discovery.openapi_index()),
+            "/healthz": lambda r: text("ok"),
+            "/readyz": lambda r: text("ok"),
+            "/livez": lambda r: text("ok"),
+            "/metrics": lambda r: text(self.cluster.metrics.render()),
+        }
+
+    def _openapi_doc(self, gv_path: str) -> web.Response:
+        parts = gv_path.split("/")
+        if parts[0] == "api" and len(parts) == 2:
+            doc = discovery.openapi_document("", parts[1])
+        elif parts[0] == "apis" and len(parts) == 3:
+            doc = discovery.openapi_document(parts[1], parts[2])
+        else:
+            doc = None
+        if doc is None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        return json_response(doc)
+
+    async def _resource(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
+        assert target.rt is not None
+        if target.rt.namespaced and target.namespace is None and target.name is not None:
+            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+        if target.subresource and target.subresource != "status":
+            handler = self.cluster.subresources.get((target.rt.storage_key, target.subresource))
+            if handler is None:
+                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            return await handler(request, target)
+        method = request.method
+        if target.name is None:
+            if method == "GET":
+                if _truthy(request.query.get("watch")):
+                    return await self.watch(request, target)
+                return self.list(request, target)
+            if method == "POST":
+                return await self.create(request, target)
+            if method == "DELETE":
+                return await self.delete_collection(request, target)
+            raise errors.method_not_allowed()
+        if method == "GET":
+            return self.get(request, target)
+        if method == "PUT":
+            return await self.replace(request, target)
+        if method == "PATCH":
+            return await self.patch(request, target)
+        if method == "DELETE":
+            return await self.delete(request, target)
+        raise errors.method_not_allowed()
+
+    # -- verbs -------------------------------------------------------------------------------------
+    def get(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        obj = self.cluster.present(rt, self.store.get(rt, target.namespace or "", target.name or ""))
+        if tables.wants_table(request.headers.get("Accept", "")):
+            return json_response(tables.to_table([obj], rt.kind, obj["metadata"]["resourceVersion"]))
+        return json_response(obj)
+
+    def list(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        matches = self._matcher(request, rt)
+        items, rv = self.store.list(rt, target.namespace)
+        items = [self.cluster.present(rt, o) for o in items if matches(o)]
+        if tables.wants_table(request.headers.get("Accept", "")):
+            return json_response(tables.to_table(items, rt.kind, str(rv)))
+        return json_response({"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
+                              "metadata": {"resourceVersion": str(rv)}, "items": items})
+
+    async def create(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        obj, warnings = await self._read_object(request, rt)
+        meta = obj.setdefault("metadata", {})
+        if rt.namespaced:
+            if meta.get("namespace") and target.namespace and meta["namespace"] != target.namespace:
+                raise errors.bad_request(
+                    "the namespace of the provided object does not match the namespace sent on the request")
+            meta["namespace"] = target.namespace or meta.get("namespace") or "default"
+        obj.pop("status", None) if rt.plural not in ("events",) else None
+        obj = self.cluster.admit(rt, obj, None)
+        created = self.store.create(rt, obj, dry_run=_dry_run(request))
+        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+
+    async def replace(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        obj, warnings = await self._read_object(request, rt)
+        meta = obj.setdefault("metadata", {})
+        if meta.get("name") and meta["name"] != target.name:
+            raise errors.bad_request(
+                f'the name of the object ({meta["name"]}) does not match the name on the URL ({target.name})')
+        meta["name"] = target.name
+        if rt.namespaced:
+            meta["namespace"] = target.namespace
+        old = self.store.get(rt, target.namespace or "", target.name or "")
+        if target.subresource != "status":
+            obj = self.cluster.admit(rt, obj, old)
+        updated = self.store.update(rt, self.cluster.to_storage(rt, obj), subresource=target.subresource,
+                                    dry_run=_dry_run(request))
+        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+
+    async def patch(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        content_type = request.headers.get("Content-Type", JSON)
+        raw = await request.read()
+        namespace, name = target.namespace or "", target.name or ""
+        current = self.store.find(rt, namespace, name)
+        if current is None:
+            if content_type.startswith("application/apply-patch"):
+                return await self._apply_create(request, target, raw)
+            raise errors.not_found(rt.group, rt.plural, name)
+        presented = self.cluster.present(rt, current)
+        patched = apply_patch(presented, raw, content_type, rt.kind)
+        if not isinstance(patched, dict):
+            raise errors.bad_request("patch did not produce an object")
+        patched, warnings = check_fields(patched, rt.api_version, rt.kind,
+                                         request.query.get("fieldValidation"), [])
+        meta = patched.setdefault("metadata", {})
+        meta["name"], meta["uid"] = name, current["metadata"]["uid"]
+        if rt.namespaced:
+            meta["namespace"] = namespace
+        if meta.get("resourceVersion") != current["metadata"]["resourceVersion"] and \
+                meta.get("resourceVersion") is not None and _patch_sets_rv(raw, content_type):
+            raise errors.conflict(rt.group, rt.plural, name)
+        meta["resourceVersion"] = current["metadata"]["resourceVersion"]
+        if target.subresource != "status":
+            patched = self.cluster.admit(rt, patched, presented)
+        updated = self.store.update(rt, self.cluster.to_storage(rt, patched), subresource=target.subresource,
+                                    dry_run=_dry_run(request))
+        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+
+    async def _apply_create(self, request: web.Request, target: routing.Target, raw: bytes) -> web.Response:
+        rt = _rt(target)
+        obj = decode_body(raw, "application/apply-patch+yaml").body
+        obj.setdefault("metadata", {})["name"] = target.name
+        if rt.namespaced:
+            obj["metadata"]["namespace"] = target.namespace
+        obj, warnings = check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), [])
+        obj = self.cluster.admit(rt, obj, None)
+        created = self.store.create(rt, obj, dry_run=_dry_run(request))
+        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+
+    async def delete(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        options = await self._delete_options(request)
+        gone, obj = self.store.delete(
+            rt, target.namespace or "", target.name or "",
+            propagation=options.get("propagationPolicy"),
+            grace_period=options.get("gracePeriodSeconds"),
+            precondition_uid=(options.get("preconditions") or {}).get("uid"),
+            precondition_rv=(options.get("preconditions") or {}).get("resourceVersion"),
+            dry_run=_dry_run(request),
+        )
+        if rt.plural == "pods":
+            return json_response(self.cluster.present(rt, obj))
+        if gone:
+            return json_response(status_success(rt, obj))
+        return json_response(self.cluster.present(rt, obj), 202)
+
+    async def delete_collection(self, request: web.Request, target: routing.Target) -> web.Response:
+        rt = _rt(target)
+        options = await self._delete_options(request)
+        matches = self._matcher(request, rt)
+        items, rv = self.store.list(rt, target.namespace)
+        deleted = []
+        for obj in items:
+            if matches(obj):
+                try:
+                    _, last = self.store.delete(rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"],
+                                                propagation=options.get("propagationPolicy"),
+                                                grace_period=options.get("gracePeriodSeconds"))
+                    deleted.append(self.cluster.present(rt, last))
+                except errors.ApiError as exc:
+                    if exc.code != 404:
+                        raise
+        return json_response({"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
+                              "metadata": {"resourceVersion": str(rv)}, "items": deleted})
+
+    # -- watch -------------------------------------------------------------------------------------
+    async def watch(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
+        rt = _rt(target)
+        matches = self._matcher(request, rt)
+        requested = request.query.get("resourceVersion") or ""
+        timeout = float(request.query.get("timeoutSeconds") or 0) or None
+        bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
+        as_table = tables.wants_table(request.headers.get("Accept", ""))
+        since = int(requested) if requested not in ("", "0") else None
+        if requested and requested != "0" and not requested.isdigit():
+            raise errors.bad_request(f'invalid resource version "{requested}"')
+        response = web.StreamResponse(headers={"Content-Type": JSON})
+        response.enable_chunked_encoding()
+        await response.prepare(request)
+
+        async def send(event_type: str, obj: Obj) -> None:
+            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+                obj = tables.to_table([obj], rt.kind, obj["metadata"]["resourceVersion"])
+            await response.write(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
+
+        faults = self.cluster.faults
+        try:
+            if since is not None and faults.expire_resumes:
+                raise errors.expired(requested, self.store.resource_version)
+            w, backlog = self.store.watch(rt, target.namespace, since)
+        except errors.ApiError as exc:
+            await send("ERROR", exc.status())
+            await response.write_eof()
+            return response
+        self.cluster.metrics.longrunning[rt.plural] += 1
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout if timeout else None
+        if faults.close_watches_after:
+            cut = loop.time() + faults.close_watches_after
+            deadline = min(deadline, cut) if deadline else cut
+        try:
+            if since is None:
+                items, _ = self.store.list(rt, target.namespace)
+                for obj in items:
+                    if matches(obj):
+                        await send("ADDED", self.cluster.present(rt, obj))
+            for change in backlog:
+                await self._send_change(send, rt, change, matches)
+            bookmark_every = self.cluster.settings.bookmark_interval if bookmarks else None
+            next_bookmark = loop.time() + bookmark_every if bookmark_every else None
+            while True:
+                wait_for = [t for t in (deadline, next_bookmark) if t is not None]
+                timeout_left = max(min(wait_for) - loop.time(), 0) if wait_for else None
+                try:
+                    change = await asyncio.wait_for(w.queue.get(), timeout_left)
+                except TimeoutError:
+                    now = loop.time()
+                    if deadline is not None and now >= deadline:
+                        break
+                    if next_bookmark is not None and now >= next_bookmark and bookmark_every:
+                        await send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
+                                                "metadata": {"resourceVersion": str(self.store.resource_version)}})
+                        next_bookmark = now + bookmark_every
+                    continue
+                if change is None:
+                    break
+                await self._send_change(send, rt, change, matches)
+        except (ConnectionResetError, asyncio.CancelledError):
+            pass
+        finally:
+            self.store.stop_watch(w)
+            self.cluster.metrics.longrunning[rt.plural] -= 1
+        try:
+            await response.write_eof()
+        except (ConnectionResetError, RuntimeError):
+            pass
+        return response
+
+    async def _send_change(self, send: Callable[[str, Obj], Awaitable[None]], rt: ResourceType, change: Change,
+                           matches: Callable[[Obj], bool]) -> None:
+        """Selector transitions: an object that stops matching is DELETED, one that starts is ADDED."""
+        now_matches = matches(change.obj)
+        was_matching = change.old is not None and matches(change.old)
+        if change.type == "ADDED":
+            event = "ADDED" if now_matches else None
+        elif change.type == "DELETED":
+            event = "DELETED" if (was_matching or now_matches) else None
+        elif now_matches and was_matching:
+            event = "MODIFIED"
+        elif now_matches:
+            event = "ADDED"
+        elif was_matching:
+            event = "DELETED"
+        else:
+            event = None
+        if event is not None:
+            await send(event, self.cluster.present(rt, copy.deepcopy(change.obj)))
+
+    # -- helpers -----------------------------------------------------------------------------------
+    def _matcher(self, request: web.Request, rt: ResourceType) -> Callable[[Obj], bool]:
+        labels = parse_label_selector(request.query.get("labelSelector", ""))
+        fields = parse_field_selector(request.query.get("fieldSelector", ""), supported_fields(rt.plural))
+
+        def matches(obj: Obj) -> bool:
+            return labels.matches(obj.get("metadata", {}).get("labels") or {}) and fields.matches(obj)
+
+        return matches
+
+    async def _read_object(self, request: web.Request, rt: ResourceType) -> tuple[Obj, list[str]]:
+        decoded = decode_body(await request.read(), request.headers.get("Content-Type", JSON))
+        obj = decoded.body
+        if not isinstance(obj, dict):
+            raise errors.bad_request("the body of the request must be a JSON object")
+        api_version = obj.get("apiVersion", rt.api_version)
+        kind = obj.get("kind", rt.kind)
+        if kind != rt.kind or api_version != rt.api_version:
+            raise errors.bad_request(
+                f"the API version in the data ({api_version}) does not match the expected API version "
+                f"({rt.api_version})" if api_version != rt.api_version else
+                f'Object kind "{kind}" does not match the resource "{rt.plural}" ({rt.kind})')
+        return check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), decoded.duplicates)
+
+    async def _delete_options(self, request: web.Request) -> dict[str, Any]:
+        options: dict[str, Any] = {}
+        if request.can_read_body:
+            raw = await request.read()
+            if raw.strip():
+                body = decode_body(raw, request.headers.get("Content-Type", JSON)).body or {}
+                options.update({k: v for k, v in body.items() if v is not None})
+        query = request.query
+        if "propagationPolicy" in query:
+            options["propagationPolicy"] = query["propagationPolicy"]
+        if "gracePeriodSeconds" in query:
+            options["gracePeriodSeconds"] = int(query["gracePeriodSeconds"])
+        if options.pop("orphanDependents", None) is True:
+            options.setdefault("propagationPolicy", "Orphan")
+        if "orphanDependents" in query and _truthy(query["orphanDependents"]):
+            options.setdefault("propagationPolicy", "Orphan")
+        policy = options.get("propagationPolicy")
+        if policy not in (None, "Orphan", "Background", "Foreground"):
+            raise errors.bad_request(f'DeleteOptions.propagationPolicy: Unsupported value: "{policy}"')
+        return options
+
+
+def _rt(target: routing.Target) -> ResourceType:
+    assert target.rt is not None
+    return target.rt
+
+
+async def _ok(body: Any) -> web.Response:
+    return json_response(body)
+
+
+def _dry_run(request: web.Request) -> bool:
+    return request.query.get("dryRun") == "All"
+
+
+def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
+    if not warnings:
+        return None
+    return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
+
+
+def _patch_sets_rv(raw: bytes, content_type: str) -> bool:
+    return b'"resourceVersion"' in raw and "json-patch" not in content_type
+
+
+__all__ = ["ApiServer", "json_response", "new_uid"]

@@ -1,0 +1,76 @@
+"""Settings of the local cluster, passed in (never global) so tests shrink timings instead of sleeping.
+
+Defaults are the real Kubernetes values; tests pass e.g. ``job_backoff_base=0.2``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class NodeCapacity:
+    cpu: str = "8"
+    memory: str = "32Gi"
+    gpus: int = 0
+    pods: int = 110
+
+
+@dataclass
+class ImageRule:
+    """``pattern`` is an fnmatch glob on the image; ``allow=False`` makes pulls fail with ErrImagePull."""
+
+    pattern: str
+    allow: bool = True
+    command_prefix: tuple[str, ...] = ()
+
+
+@dataclass
+class ClusterSettings:
+    state_dir: Path = field(default_factory=lambda: Path(".state/local-cluster"))
+    host: str = "127.0.0.1"
+    port: int = 0
+    tls: bool = True
+    token: str | None = None
+    capacity: NodeCapacity = field(default_factory=NodeCapacity)
+    images: list[ImageRule] = field(default_factory=list)
+    node_name: str = "local-node"
+    # Watch history kept for resourceVersion resumes; older resumes get 410 Expired.
+    watch_history: int = 10_000
+    # Job controller: replacement-pod back-off base and cap (pkg/controller/job: 10s doubling, cap 6 min).
+    job_backoff_base: float = 10.0
+    job_backoff_cap: float = 360.0
+    # Kubelet: container restart back-off (10s doubling, cap 300s) and default grace period.
+    crashloop_backoff_base: float = 10.0
+    crashloop_backoff_cap: float = 300.0
+    default_grace_period: int = 30
+    # How often controllers re-check time-based conditions (deadlines, TTLs, probes, schedules).
+    resync_period: float = 0.5
+    # Seconds between BOOKMARK events on watches that asked for them (allowWatchBookmarks=true).
+    bookmark_interval: float = 60.0
+    # Probe period multiplier: 1.0 = real periods; tests shrink.
+    probe_time_scale: float = 1.0
+    # Clock for controllers (CronJob schedules, TTLs); tests inject a fake one.
+    clock: "Clock" = field(default_factory=lambda: Clock())
+
+
+class Clock:
+    """Wall clock; replaced in tests by a clock that can be moved forward."""
+
+    def now(self) -> float:
+        return time.time()
+
+
+class FakeClock(Clock):
+    def __init__(self, start: float | None = None) -> None:
+        self._offset = 0.0
+        self._start = start
+
+    def now(self) -> float:
+        base = self._start if self._start is not None else time.time()
+        return base + self._offset
+
+    def advance(self, seconds: float) -> None:
+        self._offset += seconds

@@ -1,0 +1,413 @@
+"""Kubernetes names and the labels that tie a workload to one Airflow task instance.
+
+Why deterministic names: submit-or-adopt. A retry after a worker crash must find the workload the first try
+created instead of launching a second GPU job, so the name (and the labels, the fallback lookup) must be a
+pure function of ``(dag_id, task_id, run_id, map_index, attempt)``. Names stay readable (a slug of dag and
+task id) and unique (a short hash of the full task-instance identity), and fit each kind's length limit.
+
+Why sanitised labels *and* raw annotations: label values are limited to 63 characters of ``[A-Za-z0-9._-]``
+(Airflow run ids like ``manual__2024-01-01T00:00:00+00:00`` are not), so labels carry a sanitised, still
+unique form for selectors and annotations carry the exact values for humans and for adoption checks.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+from airflow_k8s_ml.manifests.validation import check_int, check_non_empty_str, fail
+
+__all__ = [
+    "ANNOTATION_PREFIX",
+    "ATTEMPT_LABEL",
+    "DAG_ID_LABEL",
+    "GENERATED_NAME_MAX",
+    "MANAGED_BY",
+    "MANAGED_BY_LABEL",
+    "MAP_INDEX_LABEL",
+    "NAME_RULES",
+    "RUN_ID_LABEL",
+    "TASK_ID_LABEL",
+    "RunKey",
+    "is_dns1035_label",
+    "is_dns1123_label",
+    "is_dns1123_subdomain",
+    "is_label_value",
+    "is_qualified_name",
+    "manual_job_name",
+    "object_meta",
+    "run_annotations",
+    "run_labels",
+    "sanitize_label_value",
+    "validate_annotations",
+    "validate_dns1035_label",
+    "validate_dns1123_label",
+    "validate_dns1123_subdomain",
+    "validate_label_key",
+    "validate_label_value",
+    "validate_labels",
+    "validate_name",
+    "validate_namespace",
+    "workload_name",
+]
+
+# --- formats (regexes from k8s.io/apimachinery/pkg/util/validation) -------------------------------------
+
+_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
+_DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
+_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
+_DNS1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
+_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+DNS1035_LABEL_MAX = 63
+LABEL_VALUE_MAX = 63
+QUALIFIED_NAME_MAX = 63
+ANNOTATIONS_TOTAL_MAX = 256 * 1024
+
+_LABEL_HINT = (
+    "must start and end with a lowercase letter or digit and contain only lowercase letters, digits, '-'"
+)
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL_RE.match(value))
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and bool(_DNS1123_SUBDOMAIN_RE.match(value))
+
+
+def is_dns1035_label(value: str) -> bool:
+    return len(value) <= DNS1035_LABEL_MAX and bool(_DNS1035_LABEL_RE.match(value))
+
+
+def is_qualified_name(value: str) -> bool:
+    return len(value) <= QUALIFIED_NAME_MAX and bool(_QUALIFIED_NAME_RE.match(value))
+
+
+def is_label_value(value: str) -> bool:
+    return len(value) <= LABEL_VALUE_MAX and bool(_LABEL_VALUE_RE.match(value))
+
+
+def _check_length(value: str, maximum: int, field: str) -> None:
+    if len(value) > maximum:
+        raise fail(field, f"{value!r} is {len(value)} characters long; must be no more than {maximum}")
+
+
+def validate_dns1123_label(value: Any, field: str, *, max_length: int = DNS1123_LABEL_MAX) -> str:
+    """RFC 1123 label: namespaces, container names, port names, volume names."""
+    value = check_non_empty_str(value, field)
+    _check_length(value, min(max_length, DNS1123_LABEL_MAX), field)
+    if not _DNS1123_LABEL_RE.match(value):
+        raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 label {_LABEL_HINT}")
+    return value
+
+
+def validate_dns1123_subdomain(value: Any, field: str, *, max_length: int = DNS1123_SUBDOMAIN_MAX) -> str:
+    """RFC 1123 subdomain: most object names (Job, CronJob, Deployment, ConfigMap, Secret, ...)."""
+    value = check_non_empty_str(value, field)
+    _check_length(value, min(max_length, DNS1123_SUBDOMAIN_MAX), field)
+    if not _DNS1123_SUBDOMAIN_RE.match(value):
+        raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 subdomain {_LABEL_HINT} or '.'")
+    return value
+
+
+def validate_dns1035_label(value: Any, field: str, *, max_length: int = DNS1035_LABEL_MAX) -> str:
+    """RFC 1035 label: Services (their name becomes a DNS name) and PyTorchJobs (whose pods get Services)."""
+    value = check_non_empty_str(value, field)
+    _check_length(value, min(max_length, DNS1035_LABEL_MAX), field)
+    if not _DNS1035_LABEL_RE.match(value):
+        raise fail(
+            field,
+            f"invalid name {value!r}: an RFC 1035 label must start with a lowercase letter, end with a "
+            "lowercase letter or digit and contain only lowercase letters, digits and '-'",
+        )
+    return value
+
+
+def validate_namespace(value: Any, field: str = "namespace") -> str:
+    return validate_dns1123_label(value, field)
+
+
+# --- per-kind name rules ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _NameRule:
+    dns1035: bool
+    max_length: int
+
+
+#: What the API server (or the controller that owns the kind) accepts as ``metadata.name``.
+#: Job: subdomain, and the name becomes the ``job-name`` label value, hence 63.
+#: CronJob: 52 = 63 - 11, because its Jobs are named ``<cronjob>-<minutes since epoch>``.
+#: PyTorchJob: DNS-1035 (training-operator validation); builders further shorten it by the
+#: ``-worker-<i>`` suffix its per-pod Services get.
+#: Service: DNS-1035, it becomes a DNS name.
+NAME_RULES: dict[str, _NameRule] = {
+    "Job": _NameRule(dns1035=False, max_length=63),
+    "CronJob": _NameRule(dns1035=False, max_length=52),
+    "PyTorchJob": _NameRule(dns1035=True, max_length=63),
+    "Deployment": _NameRule(dns1035=False, max_length=253),
+    "Service": _NameRule(dns1035=True, max_length=63),
+    "HorizontalPodAutoscaler": _NameRule(dns1035=False, max_length=253),
+    "PodDisruptionBudget": _NameRule(dns1035=False, max_length=253),
+    "NetworkPolicy": _NameRule(dns1035=False, max_length=253),
+}
+
+#: Lengths of the names :func:`workload_name` generates. Job: 57 so the pods' ``<job>-<5 random>`` names are
+#: never truncated (``kubectl get pods`` shows the whole Job name). PyTorchJob: 48 leaves room for the
+#: ``-worker-<i>`` Service/pod suffix up to 10^7 workers within the 63-character DNS-1035 limit.
+GENERATED_NAME_MAX: dict[str, int] = {"Job": 57, "CronJob": 52, "PyTorchJob": 48}
+
+
+def validate_name(kind: str, value: Any, field: str = "name", *, max_length: int | None = None) -> str:
+    """Validate ``metadata.name`` for ``kind`` the way the API server (or controller) would."""
+    rule = NAME_RULES.get(kind, _NameRule(dns1035=False, max_length=253))
+    limit = rule.max_length if max_length is None else min(max_length, rule.max_length)
+    if rule.dns1035:
+        return validate_dns1035_label(value, field, max_length=limit)
+    return validate_dns1123_subdomain(value, field, max_length=limit)
+
+
+# --- labels and annotations ------------------------------------------------------------------------------
+
+
+def validate_label_key(key: Any, field: str) -> str:
+    """``[prefix/]name``: prefix a DNS subdomain (<= 253), name a qualified name (<= 63)."""
+    if not isinstance(key, str) or not key:
+        raise fail(field, f"label/annotation key must be a non-empty string, got {key!r}")
+    prefix, slash, name = key.rpartition("/")
+    if slash and not is_dns1123_subdomain(prefix):
+        raise fail(field, f"invalid key {key!r}: prefix {prefix!r} must be a DNS-1123 subdomain")
+    if not is_qualified_name(name):
+        raise fail(
+            field,
+            f"invalid key {key!r}: name part must be at most 63 characters of [A-Za-z0-9._-] "
+            "starting and ending with an alphanumeric character",
+        )
+    return key
+
+
+def validate_label_value(value: Any, field: str) -> str:
+    if not isinstance(value, str):
+        raise fail(field, f"label value must be a string, got {value!r}")
+    if not is_label_value(value):
+        raise fail(
+            field,
+            f"invalid label value {value!r}: at most 63 characters of [A-Za-z0-9._-], starting and ending "
+            "with an alphanumeric character (use sanitize_label_value)",
+        )
+    return value
+
+
+def validate_labels(labels: Any, field: str = "labels") -> dict[str, str]:
+    if not isinstance(labels, Mapping):
+        raise fail(field, f"must be a mapping, got {type(labels).__name__}")
+    out: dict[str, str] = {}
+    for key, value in labels.items():
+        validate_label_key(key, f"{field}[{key}]")
+        out[key] = validate_label_value(value, f"{field}[{key}]")
+    return out
+
+
+def validate_annotations(annotations: Any, field: str = "annotations") -> dict[str, str]:
+    if not isinstance(annotations, Mapping):
+        raise fail(field, f"must be a mapping, got {type(annotations).__name__}")
+    out: dict[str, str] = {}
+    total = 0
+    for key, value in annotations.items():
+        validate_label_key(key, f"{field}[{key}]")
+        if not isinstance(value, str):
+            raise fail(f"{field}[{key}]", f"annotation value must be a string, got {value!r}")
+        total += len(key) + len(value)
+        out[key] = value
+    if total > ANNOTATIONS_TOTAL_MAX:
+        raise fail(field, f"total size {total} bytes exceeds {ANNOTATIONS_TOTAL_MAX}")
+    return out
+
+
+def _digest(*parts: object, length: int) -> str:
+    """Stable short hash of JSON-encoded parts (JSON so ("a-b", "c") and ("a", "b-c") differ)."""
+    data = json.dumps(parts, separators=(",", ":"), ensure_ascii=False).encode()
+    return hashlib.sha256(data).hexdigest()[:length]
+
+
+def sanitize_label_value(value: str) -> str:
+    """Make ``value`` a valid label value, deterministically and without collisions in practice.
+
+    A valid value is returned unchanged. Otherwise invalid characters become ``-``, the ends are trimmed to
+    alphanumerics, and an 8-hex-digit hash of the *original* value is appended, so two run ids that differ
+    only in characters we replaced (``...T00:00`` vs ``...T00-00``) still get different labels.
+    """
+    if is_label_value(value):
+        return value
+    digest = _digest(value, length=8)
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "-", value).strip("-._")
+    head = cleaned[: LABEL_VALUE_MAX - len(digest) - 1].rstrip("-._")
+    return f"{head}-{digest}" if head else digest
+
+
+# --- the task-instance identity --------------------------------------------------------------------------
+
+ANNOTATION_PREFIX = "airflow-k8s-ml/"
+DAG_ID_LABEL = "airflow-k8s-ml/dag-id"
+TASK_ID_LABEL = "airflow-k8s-ml/task-id"
+RUN_ID_LABEL = "airflow-k8s-ml/run-id"
+MAP_INDEX_LABEL = "airflow-k8s-ml/map-index"
+ATTEMPT_LABEL = "airflow-k8s-ml/attempt"
+MANAGED_BY_LABEL = "app.kubernetes.io/managed-by"
+MANAGED_BY = "airflow-k8s-ml"
+
+#: Label value for an unmapped task (``map_index == -1``): "-1" is not a valid label value.
+UNMAPPED = "none"
+
+
+@dataclass(frozen=True)
+class RunKey:
+    """The Airflow task instance (plus attempt) a workload belongs to.
+
+    ``attempt`` counts *workload launches* for this task instance (normally Airflow's try number): a retry
+    after a failed workload gets a new name, while a retry after a worker crash reuses the same key to adopt.
+    """
+
+    dag_id: str
+    task_id: str
+    run_id: str
+    map_index: int = -1
+    attempt: int = 1
+
+    def __post_init__(self) -> None:
+        check_non_empty_str(self.dag_id, "dag_id")
+        check_non_empty_str(self.task_id, "task_id")
+        check_non_empty_str(self.run_id, "run_id")
+        check_int(self.map_index, "map_index", minimum=-1)
+        check_int(self.attempt, "attempt", minimum=1)
+
+    def task_instance_labels(self) -> dict[str, str]:
+        """Labels shared by every attempt of this task instance: the selector to find earlier attempts."""
+        return {
+            MANAGED_BY_LABEL: MANAGED_BY,
+            DAG_ID_LABEL: sanitize_label_value(self.dag_id),
+            TASK_ID_LABEL: sanitize_label_value(self.task_id),
+            RUN_ID_LABEL: sanitize_label_value(self.run_id),
+            MAP_INDEX_LABEL: str(self.map_index) if self.map_index >= 0 else UNMAPPED,
+        }
+
+    def labels(self) -> dict[str, str]:
+        """Labels for this attempt's workload (and its pods)."""
+        return {**self.task_instance_labels(), ATTEMPT_LABEL: str(self.attempt)}
+
+    def annotations(self) -> dict[str, str]:
+        """The exact values, which labels may only carry in sanitised form."""
+        return {
+            DAG_ID_LABEL: self.dag_id,
+            TASK_ID_LABEL: self.task_id,
+            RUN_ID_LABEL: self.run_id,
+            MAP_INDEX_LABEL: str(self.map_index),
+            ATTEMPT_LABEL: str(self.attempt),
+        }
+
+    def label_selector(self, *, include_attempt: bool = False) -> str:
+        """``k=v,k=v`` selector string for list/watch calls."""
+        labels = self.labels() if include_attempt else self.task_instance_labels()
+        return ",".join(f"{key}={value}" for key, value in labels.items())
+
+    def identity_digest(self, length: int = 10) -> str:
+        """Short stable hash of the task instance (not the attempt): shared by all attempts' names."""
+        return _digest(self.dag_id, self.task_id, self.run_id, self.map_index, length=length)
+
+    def workload_name(self, kind: str = "Job", *, max_length: int | None = None) -> str:
+        """``<slug of dag-task>-<hash>-a<attempt>``, DNS-1035 (valid for every kind), within the kind's limit.
+
+        The hash covers dag, task, run and map index, so all attempts of one task instance share it
+        (``kubectl get jobs | grep <hash>``); the visible attempt suffix makes each launch distinct.
+        """
+        limit = max_length if max_length is not None else GENERATED_NAME_MAX.get(kind, 63)
+        suffix = f"-{self.identity_digest()}-a{self.attempt}"
+        if limit < len(suffix) + 1:
+            raise fail("max_length", f"{limit} is too short for a generated name (need > {len(suffix)})")
+        slug = _slug(f"{self.dag_id}-{self.task_id}")
+        head = slug[: limit - len(suffix)].rstrip("-")
+        return f"{head}{suffix}"
+
+    def next_attempt(self) -> RunKey:
+        return replace(self, attempt=self.attempt + 1)
+
+
+def _slug(text: str) -> str:
+    """Lowercase DNS-1035-friendly slug; prefixed with ``w-`` when it would not start with a letter."""
+    slug = re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")
+    if not slug or not slug[0].isalpha():
+        slug = f"w-{slug}".rstrip("-")
+    return slug
+
+
+def run_labels(
+    dag_id: str, task_id: str, run_id: str, map_index: int = -1, attempt: int = 1
+) -> dict[str, str]:
+    """Labels ``airflow-k8s-ml/{dag-id,task-id,run-id,map-index,attempt}`` + ``app.kubernetes.io/managed-by``.
+
+    Every value is a valid label value (see :func:`sanitize_label_value`); the raw values are in
+    :func:`run_annotations`.
+    """
+    return RunKey(dag_id, task_id, run_id, map_index, attempt).labels()
+
+
+def run_annotations(
+    dag_id: str, task_id: str, run_id: str, map_index: int = -1, attempt: int = 1
+) -> dict[str, str]:
+    """The raw identity values under the same keys as :func:`run_labels`."""
+    return RunKey(dag_id, task_id, run_id, map_index, attempt).annotations()
+
+
+def workload_name(
+    dag_id: str,
+    task_id: str,
+    run_id: str,
+    map_index: int = -1,
+    attempt: int = 1,
+    *,
+    kind: str = "Job",
+) -> str:
+    """Deterministic name for one attempt of one task instance; see :meth:`RunKey.workload_name`."""
+    return RunKey(dag_id, task_id, run_id, map_index, attempt).workload_name(kind)
+
+
+def manual_job_name(cronjob_name: str, key: RunKey) -> str:
+    """Name of a run-now Job created from a CronJob for one task attempt: ``<cronjob>-manual-<hash>``.
+
+    Deterministic (adoptable on retry) and distinct from the controller's ``<cronjob>-<minutes>`` Jobs.
+    """
+    validate_name("CronJob", cronjob_name, "cronjob_name")
+    suffix = f"-manual-{_digest(key.dag_id, key.task_id, key.run_id, key.map_index, key.attempt, length=8)}"
+    head = cronjob_name[: GENERATED_NAME_MAX["Job"] - len(suffix)].rstrip("-.")
+    return f"{head}{suffix}"
+
+
+def object_meta(
+    kind: str,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    *,
+    max_name_length: int | None = None,
+) -> dict[str, Any]:
+    """Validated ``metadata`` for a namespaced object; empty label/annotation maps are left out."""
+    meta: dict[str, Any] = {
+        "name": validate_name(kind, name, "name", max_length=max_name_length),
+        "namespace": validate_namespace(namespace),
+    }
+    if labels:
+        meta["labels"] = validate_labels(labels, "labels")
+    if annotations:
+        meta["annotations"] = validate_annotations(annotations, "annotations")
+    return meta

@@ -1,0 +1,634 @@
+"""The pod every workload runs: one typed :class:`PodTemplate` rendered into a PodTemplateSpec dict.
+
+Why one shared builder: fine-tune Jobs, PyTorchJob replicas, inference Deployments and batch CronJobs all need
+the same container knobs (image, env and secret references, GPUs, tolerations, volumes, security context).
+Building them in one place means one set of validation rules and one restrictive security default, and the
+workload builders only add what is specific to them (restart policy, ports, probes, injected env).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, fields
+from typing import Any, cast
+
+from airflow_k8s_ml.manifests.naming import (
+    ANNOTATION_PREFIX,
+    validate_annotations,
+    validate_dns1123_label,
+    validate_dns1123_subdomain,
+    validate_label_key,
+    validate_labels,
+)
+from airflow_k8s_ml.manifests.quantities import (
+    GPU_RESOURCE,
+    Quantity,
+    format_quantity,
+    is_extended_resource,
+    validate_resource_name,
+    validate_resources,
+)
+from airflow_k8s_ml.manifests.validation import (
+    check_bool,
+    check_choice,
+    check_env_name,
+    check_int,
+    check_mapping,
+    check_non_empty_str,
+    check_optional_int,
+    check_str_map,
+    check_str_sequence,
+    fail,
+)
+
+__all__ = [
+    "DEFAULT_CONTAINER_SECURITY_CONTEXT",
+    "DEFAULT_POD_SECURITY_CONTEXT",
+    "SPOT_NODE_LABELS",
+    "SPOT_TAINTS",
+    "PodTemplate",
+    "Toleration",
+    "Volume",
+    "build_container",
+    "build_pod_template",
+    "gpu_toleration",
+    "merge_labels",
+    "pod_security_context",
+    "spot_node_selector",
+    "spot_tolerations",
+]
+
+#: Pod-level default: the "restricted" Pod Security Standard's pod fields. ``runAsNonRoot`` means the image
+#: must declare a numeric non-root USER, or set ``run_as_user`` via :func:`pod_security_context`.
+DEFAULT_POD_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "runAsNonRoot": True,
+    "seccompProfile": {"type": "RuntimeDefault"},
+}
+#: Container-level default. ``readOnlyRootFilesystem`` is *not* forced: training code writes caches
+#: (HF, torch) under $HOME, and a read-only root breaks most images without an obvious error.
+DEFAULT_CONTAINER_SECURITY_CONTEXT: Mapping[str, Any] = {
+    "allowPrivilegeEscalation": False,
+    "capabilities": {"drop": ["ALL"]},
+}
+
+
+def pod_security_context(
+    *, run_as_user: int | None = None, run_as_group: int | None = None, fs_group: int | None = None
+) -> dict[str, Any]:
+    """The restrictive default plus the ids root-by-default images (e.g. ``pytorch/pytorch``) need."""
+    context = copy.deepcopy(dict(DEFAULT_POD_SECURITY_CONTEXT))
+    for key, value in (("runAsUser", run_as_user), ("runAsGroup", run_as_group), ("fsGroup", fs_group)):
+        if value is not None:
+            context[key] = check_int(value, key, minimum=0)
+    if run_as_user == 0:
+        raise fail("run_as_user", "0 (root) contradicts runAsNonRoot; pass pod_security_context={} instead")
+    return context
+
+
+# --- tolerations and node placement ----------------------------------------------------------------------
+
+#: Taints cloud providers put on spot/preemptible nodes (key, value).
+SPOT_TAINTS: Mapping[str, tuple[str, str]] = {
+    "gke": ("cloud.google.com/gke-spot", "true"),
+    "gke-preemptible": ("cloud.google.com/gke-preemptible", "true"),
+    "aks": ("kubernetes.azure.com/scalesetpriority", "spot"),
+    "karpenter": ("karpenter.sh/capacity-type", "spot"),
+}
+#: Node labels that select spot capacity (key, value).
+SPOT_NODE_LABELS: Mapping[str, tuple[str, str]] = {
+    "gke": ("cloud.google.com/gke-spot", "true"),
+    "gke-preemptible": ("cloud.google.com/gke-preemptible", "true"),
+    "aks": ("kubernetes.azure.com/scalesetpriority", "spot"),
+    "eks": ("eks.amazonaws.com/capacityType", "SPOT"),
+    "karpenter": ("karpenter.sh/capacity-type", "spot"),
+}
+
+_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+
+
+def _snake(key: str) -> str:
+    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+
+
+def _coerce_fields(cls: type, raw: Mapping[str, Any], field_name: str) -> dict[str, Any]:
+    """Mapping (snake_case or the Kubernetes camelCase) -> constructor kwargs; unknown keys are errors."""
+    known = {f.name for f in fields(cls)}
+    out: dict[str, Any] = {}
+    for key, value in raw.items():
+        name = _snake(str(key))
+        if name not in known:
+            raise fail(f"{field_name}.{key}", f"unknown key; expected one of {', '.join(sorted(known))}")
+        out[name] = value
+    return out
+
+
+@dataclass(frozen=True)
+class Toleration:
+    """A pod toleration; ``Toleration.coerce`` also accepts the Kubernetes dict form."""
+
+    key: str | None = None
+    operator: str = "Equal"
+    value: str | None = None
+    effect: str | None = None
+    toleration_seconds: int | None = None
+
+    def validate(self, field_name: str = "tolerations") -> None:
+        check_choice(self.operator, ("Equal", "Exists"), f"{field_name}.operator")
+        if self.key:
+            validate_label_key(self.key, f"{field_name}.key")
+        elif self.operator != "Exists":
+            raise fail(f"{field_name}.operator", "must be Exists when key is empty (tolerate every taint)")
+        if self.operator == "Exists" and self.value:
+            raise fail(f"{field_name}.value", "must be empty when operator is Exists")
+        if self.effect is not None:
+            check_choice(self.effect, _EFFECTS, f"{field_name}.effect")
+        check_optional_int(self.toleration_seconds, f"{field_name}.toleration_seconds")
+        if self.toleration_seconds is not None and self.effect != "NoExecute":
+            raise fail(f"{field_name}.toleration_seconds", "only applies with effect NoExecute")
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.key:
+            out["key"] = self.key
+        out["operator"] = self.operator
+        if self.value:
+            out["value"] = self.value
+        if self.effect:
+            out["effect"] = self.effect
+        if self.toleration_seconds is not None:
+            out["tolerationSeconds"] = self.toleration_seconds
+        return out
+
+    @classmethod
+    def coerce(cls, value: Toleration | Mapping[str, Any], field_name: str = "tolerations") -> Toleration:
+        if isinstance(value, Toleration):
+            return value
+        if not isinstance(value, Mapping):
+            raise fail(field_name, f"must be a Toleration or a mapping, got {value!r}")
+        return cls(**_coerce_fields(cls, value, field_name))
+
+
+def spot_tolerations(*providers: str) -> tuple[Toleration, ...]:
+    """Tolerate the spot-node taints of the given providers (default: all known; extra ones are harmless)."""
+    names = providers or tuple(SPOT_TAINTS)
+    out = []
+    for provider in names:
+        check_choice(provider, SPOT_TAINTS, "providers")
+        key, value = SPOT_TAINTS[provider]
+        out.append(Toleration(key=key, operator="Equal", value=value, effect="NoSchedule"))
+    return tuple(out)
+
+
+def spot_node_selector(provider: str) -> dict[str, str]:
+    """Node selector that puts pods on spot capacity of one provider."""
+    check_choice(provider, SPOT_NODE_LABELS, "provider")
+    key, value = SPOT_NODE_LABELS[provider]
+    return {key: value}
+
+
+def gpu_toleration(resource: str = GPU_RESOURCE) -> Toleration:
+    """GPU node pools are commonly tainted ``nvidia.com/gpu:NoSchedule`` (GKE does it automatically)."""
+    return Toleration(key=resource, operator="Exists", effect="NoSchedule")
+
+
+# --- volumes ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Volume:
+    """A volume and its mount in the main container; one source: pvc, empty_dir, config_map or secret."""
+
+    name: str
+    mount_path: str
+    pvc: str | None = None
+    empty_dir: bool = False
+    config_map: str | None = None
+    secret: str | None = None
+    read_only: bool = False
+    sub_path: str | None = None
+    size_limit: Quantity | None = None
+    medium: str | None = None
+
+    def validate(self, field_name: str = "volumes") -> None:
+        validate_dns1123_label(self.name, f"{field_name}.name")
+        path = check_non_empty_str(self.mount_path, f"{field_name}.mount_path")
+        if not path.startswith("/"):
+            raise fail(f"{field_name}.mount_path", f"must be an absolute path, got {path!r}")
+        sources = [s for s in ("pvc", "config_map", "secret") if getattr(self, s) is not None]
+        if check_bool(self.empty_dir, f"{field_name}.empty_dir"):
+            sources.append("empty_dir")
+        if len(sources) != 1:
+            raise fail(
+                field_name, f"volume {self.name!r} needs exactly one of pvc, empty_dir, config_map, secret"
+            )
+        for source in ("pvc", "config_map", "secret"):
+            ref = getattr(self, source)
+            if ref is not None:
+                validate_dns1123_subdomain(ref, f"{field_name}.{source}")
+        check_bool(self.read_only, f"{field_name}.read_only")
+        if self.sub_path is not None:
+            sub = check_non_empty_str(self.sub_path, f"{field_name}.sub_path")
+            if sub.startswith("/") or ".." in sub.split("/"):
+                raise fail(f"{field_name}.sub_path", f"must be a relative path without '..', got {sub!r}")
+        if (self.size_limit is not None or self.medium is not None) and not self.empty_dir:
+            raise fail(field_name, "size_limit and medium apply to empty_dir volumes only")
+        if self.size_limit is not None:
+            format_quantity(self.size_limit, f"{field_name}.size_limit")
+        if self.medium is not None:
+            check_choice(self.medium, ("", "Memory"), f"{field_name}.medium")
+
+    def volume_dict(self) -> dict[str, Any]:
+        if self.pvc is not None:
+            source: dict[str, Any] = {"persistentVolumeClaim": {"claimName": self.pvc}}
+            if self.read_only:
+                source["persistentVolumeClaim"]["readOnly"] = True
+        elif self.config_map is not None:
+            source = {"configMap": {"name": self.config_map}}
+        elif self.secret is not None:
+            source = {"secret": {"secretName": self.secret}}
+        else:
+            empty: dict[str, Any] = {}
+            if self.medium:
+                empty["medium"] = self.medium
+            if self.size_limit is not None:
+                empty["sizeLimit"] = format_quantity(self.size_limit)
+            source = {"emptyDir": empty}
+        return {"name": self.name, **source}
+
+    def mount_dict(self) -> dict[str, Any]:
+        mount: dict[str, Any] = {"name": self.name, "mountPath": self.mount_path}
+        if self.read_only:
+            mount["readOnly"] = True
+        if self.sub_path:
+            mount["subPath"] = self.sub_path
+        return mount
+
+    @classmethod
+    def coerce(cls, value: Volume | Mapping[str, Any], field_name: str = "volumes") -> Volume:
+        if isinstance(value, Volume):
+            return value
+        if not isinstance(value, Mapping):
+            raise fail(field_name, f"must be a Volume or a mapping, got {value!r}")
+        kwargs = _coerce_fields(cls, value, field_name)
+        for required in ("name", "mount_path"):
+            if required not in kwargs:
+                raise fail(f"{field_name}.{required}", "is required")
+        return cls(**kwargs)
+
+
+_SHM_VOLUME = "dshm"
+
+
+# --- labels ----------------------------------------------------------------------------------------------
+
+
+def merge_labels(ours: Mapping[str, str], user: Mapping[str, str], field_name: str) -> dict[str, str]:
+    """User labels plus ours; the user may not set keys under our prefix (they drive adoption)."""
+    for key in user:
+        if key.startswith(ANNOTATION_PREFIX) and key in ours and user[key] != ours[key]:
+            raise fail(f"{field_name}[{key}]", f"is reserved for airflow-k8s-ml (would be {ours[key]!r})")
+    return {**user, **ours}
+
+
+# --- the pod template ------------------------------------------------------------------------------------
+
+
+def _parse_key_ref(ref: Any, field_name: str, what: str) -> tuple[str, str]:
+    """``"name:key"`` -> (name, key), for ``secret_env`` / ``config_map_env``."""
+    if not isinstance(ref, str) or ref.count(":") != 1:
+        raise fail(field_name, f"must be '<{what}-name>:<key>', got {ref!r}")
+    name, key = ref.split(":")
+    validate_dns1123_subdomain(name, field_name)
+    if not key or not re.fullmatch(r"[-._a-zA-Z0-9]+", key):
+        raise fail(field_name, f"invalid {what} key {key!r}: must be [-._a-zA-Z0-9]+")
+    return name, key
+
+
+_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
+
+
+@dataclass(frozen=True)
+class PodTemplate:
+    """Everything about the pod that is not specific to one workload kind.
+
+    Values are validated on construction (``ValidationError`` names the argument), and sequences/mappings are
+    copied into tuples/dicts so a spec cannot change after it was validated.
+    ``secret_env={"HF_TOKEN": "hf-secret:token"}`` becomes a ``secretKeyRef`` (secrets never appear in the
+    manifest); ``gpus=1`` sets ``nvidia.com/gpu`` (or ``gpu_resource``, e.g. ``nvidia.com/mig-1g.5gb``) in
+    requests and limits. ``pod_security_context``/``container_security_context``: ``None`` = restrictive
+    default, a mapping replaces it (``{}`` for none).
+    """
+
+    image: str
+    command: Sequence[str] | None = None
+    args: Sequence[str] | None = None
+    working_dir: str | None = None
+    env: Mapping[str, str | int | float] = field(default_factory=dict)
+    secret_env: Mapping[str, str] = field(default_factory=dict)
+    config_map_env: Mapping[str, str] = field(default_factory=dict)
+    field_env: Mapping[str, str] = field(default_factory=dict)
+    env_from_secrets: Sequence[str] = ()
+    env_from_config_maps: Sequence[str] = ()
+    requests: Mapping[str, Quantity] = field(default_factory=dict)
+    limits: Mapping[str, Quantity] = field(default_factory=dict)
+    gpus: int = 0
+    gpu_resource: str = GPU_RESOURCE
+    node_selector: Mapping[str, str] = field(default_factory=dict)
+    tolerations: Sequence[Toleration | Mapping[str, Any]] = ()
+    affinity: Mapping[str, Any] | None = None
+    image_pull_policy: str | None = None
+    image_pull_secrets: Sequence[str] = ()
+    volumes: Sequence[Volume | Mapping[str, Any]] = ()
+    shm_size: Quantity | None = None
+    service_account: str | None = None
+    scheduler_name: str | None = None
+    priority_class_name: str | None = None
+    termination_grace_period_seconds: int | None = None
+    pod_security_context: Mapping[str, Any] | None = None
+    container_security_context: Mapping[str, Any] | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        def put(name: str, value: Any) -> None:
+            object.__setattr__(self, name, value)
+
+        put("image", check_non_empty_str(self.image, "image"))
+        if any(ch.isspace() for ch in self.image):
+            raise fail("image", f"must not contain whitespace, got {self.image!r}")
+        for name in ("command", "args"):
+            value = getattr(self, name)
+            if value is not None:
+                put(name, check_str_sequence(value, name))
+        if self.working_dir is not None and not str(self.working_dir).startswith("/"):
+            raise fail("working_dir", f"must be an absolute path, got {self.working_dir!r}")
+        put("env", self._checked_env(self.env))
+        for name, what in (("secret_env", "secret"), ("config_map_env", "configmap")):
+            refs = check_str_map(getattr(self, name), name)
+            for var, ref in refs.items():
+                check_env_name(var, f"{name}[{var}]")
+                _parse_key_ref(ref, f"{name}[{var}]", what)
+            put(name, refs)
+        field_env = check_str_map(self.field_env, "field_env")
+        for var in field_env:
+            check_env_name(var, f"field_env[{var}]")
+        put("field_env", field_env)
+        self._check_env_duplicates()
+        for name in ("env_from_secrets", "env_from_config_maps", "image_pull_secrets"):
+            refs_seq = check_str_sequence(getattr(self, name), name)
+            for index, ref in enumerate(refs_seq):
+                validate_dns1123_subdomain(ref, f"{name}[{index}]")
+            put(name, refs_seq)
+        self._check_resources()
+        node_selector = check_str_map(self.node_selector, "node_selector")
+        validate_labels(node_selector, "node_selector")
+        put("node_selector", node_selector)
+        self._check_tolerations_and_volumes()
+        if self.affinity is not None:
+            put("affinity", copy.deepcopy(dict(check_mapping(self.affinity, "affinity"))))
+        if self.image_pull_policy is not None:
+            check_choice(self.image_pull_policy, _PULL_POLICIES, "image_pull_policy")
+        if self.service_account is not None:
+            validate_dns1123_subdomain(self.service_account, "service_account")
+        if self.scheduler_name is not None:
+            validate_dns1123_subdomain(self.scheduler_name, "scheduler_name")
+        if self.priority_class_name is not None:
+            validate_dns1123_subdomain(self.priority_class_name, "priority_class_name")
+        check_optional_int(
+            self.termination_grace_period_seconds, "termination_grace_period_seconds", minimum=0
+        )
+        for name in ("pod_security_context", "container_security_context"):
+            value = getattr(self, name)
+            if value is not None:
+                put(name, copy.deepcopy(dict(check_mapping(value, name))))
+        put("labels", validate_labels(self.labels, "labels"))
+        put("annotations", validate_annotations(self.annotations, "annotations"))
+
+    # -- validation helpers (split out to keep __post_init__ readable) --
+
+    @staticmethod
+    def _checked_env(env: Any) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for var, value in check_mapping(env, "env").items():
+            check_env_name(var, f"env[{var}]")
+            if isinstance(value, bool) or not isinstance(value, str | int | float):
+                raise fail(f"env[{var}]", f"must be a string or a number, got {value!r}")
+            out[var] = str(value)
+        return out
+
+    def _check_env_duplicates(self) -> None:
+        seen: set[str] = set()
+        for name in ("env", "secret_env", "config_map_env", "field_env"):
+            for var in getattr(self, name):
+                if var in seen:
+                    raise fail(f"{name}[{var}]", f"{var} is set more than once across env/secret_env/...")
+                seen.add(var)
+
+    def _check_resources(self) -> None:
+        if isinstance(self.gpus, float):
+            raise fail(
+                "gpus", f"must be a whole number of devices (use a MIG resource for slices), got {self.gpus}"
+            )
+        check_int(self.gpus, "gpus", minimum=0)
+        validate_resource_name(self.gpu_resource, "gpu_resource")
+        if not is_extended_resource(self.gpu_resource):
+            raise fail(
+                "gpu_resource", f"must be a device resource such as {GPU_RESOURCE}, got {self.gpu_resource!r}"
+            )
+        requests, limits = validate_resources(self.requests, self.limits)
+        if self.gpus and (self.gpu_resource in requests or self.gpu_resource in limits):
+            raise fail("gpus", f"conflicts with {self.gpu_resource} given in requests/limits; set it once")
+        object.__setattr__(self, "requests", requests)
+        object.__setattr__(self, "limits", limits)
+        if self.shm_size is not None:
+            format_quantity(self.shm_size, "shm_size")
+
+    def _check_tolerations_and_volumes(self) -> None:
+        tolerations = tuple(
+            Toleration.coerce(t, f"tolerations[{i}]")
+            for i, t in enumerate(self._seq(self.tolerations, "tolerations"))
+        )
+        for index, toleration in enumerate(tolerations):
+            toleration.validate(f"tolerations[{index}]")
+        object.__setattr__(self, "tolerations", tolerations)
+        volumes = tuple(
+            Volume.coerce(v, f"volumes[{i}]") for i, v in enumerate(self._seq(self.volumes, "volumes"))
+        )
+        names: set[str] = {_SHM_VOLUME} if self.shm_size is not None else set()
+        paths: set[str] = {"/dev/shm"} if self.shm_size is not None else set()
+        for index, volume in enumerate(volumes):
+            volume.validate(f"volumes[{index}]")
+            if volume.name in names:
+                raise fail(f"volumes[{index}].name", f"duplicate volume name {volume.name!r}")
+            if volume.mount_path in paths:
+                raise fail(f"volumes[{index}].mount_path", f"duplicate mount path {volume.mount_path!r}")
+            names.add(volume.name)
+            paths.add(volume.mount_path)
+        object.__setattr__(self, "volumes", volumes)
+
+    @staticmethod
+    def _seq(value: Any, name: str) -> tuple[Any, ...]:
+        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
+            raise fail(name, f"must be a list, got {type(value).__name__}")
+        return tuple(value)
+
+    # -- rendering --
+
+    @property
+    def toleration_specs(self) -> tuple[Toleration, ...]:
+        """The tolerations after coercion (``__post_init__`` turned mappings into :class:`Toleration`)."""
+        return cast(tuple[Toleration, ...], self.tolerations)
+
+    @property
+    def volume_specs(self) -> tuple[Volume, ...]:
+        return cast(tuple[Volume, ...], self.volumes)
+
+    def resources_dict(self) -> dict[str, dict[str, str]]:
+        requests = {k: str(v) for k, v in self.requests.items()}
+        limits = {k: str(v) for k, v in self.limits.items()}
+        if self.gpus:
+            requests[self.gpu_resource] = str(self.gpus)
+            limits[self.gpu_resource] = str(self.gpus)
+        out: dict[str, dict[str, str]] = {}
+        if requests:
+            out["requests"] = requests
+        if limits:
+            out["limits"] = limits
+        return out
+
+    def env_list(self, extra_env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
+        """Injected variables first, then the user's; secrets and config maps only as references."""
+        extra = dict(extra_env or {})
+        for name in ("env", "secret_env", "config_map_env", "field_env"):
+            for var in getattr(self, name):
+                if var in extra:
+                    raise fail(f"{name}[{var}]", f"{var} is set by the operator ({extra[var]!r}); remove it")
+        out: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in extra.items()]
+        out += [{"name": k, "value": v} for k, v in self.env.items()]
+        for var, ref in self.secret_env.items():
+            name, key = ref.split(":")
+            out.append({"name": var, "valueFrom": {"secretKeyRef": {"name": name, "key": key}}})
+        for var, ref in self.config_map_env.items():
+            name, key = ref.split(":")
+            out.append({"name": var, "valueFrom": {"configMapKeyRef": {"name": name, "key": key}}})
+        for var, path in self.field_env.items():
+            out.append({"name": var, "valueFrom": {"fieldRef": {"fieldPath": path}}})
+        return out
+
+    def env_from_list(self) -> list[dict[str, Any]]:
+        return [{"secretRef": {"name": n}} for n in self.env_from_secrets] + [
+            {"configMapRef": {"name": n}} for n in self.env_from_config_maps
+        ]
+
+    def volume_lists(self) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        volumes = [v.volume_dict() for v in self.volume_specs]
+        mounts = [v.mount_dict() for v in self.volume_specs]
+        if self.shm_size is not None:
+            volumes.append(
+                {
+                    "name": _SHM_VOLUME,
+                    "emptyDir": {"medium": "Memory", "sizeLimit": format_quantity(self.shm_size)},
+                }
+            )
+            mounts.append({"name": _SHM_VOLUME, "mountPath": "/dev/shm"})
+        return volumes, mounts
+
+
+def build_container(
+    pod: PodTemplate,
+    *,
+    name: str = "main",
+    extra_env: Mapping[str, str] | None = None,
+    ports: Sequence[Mapping[str, Any]] = (),
+    probes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """The one container: ``probes`` maps ``readinessProbe``/``livenessProbe``/``startupProbe`` to bodies."""
+    validate_dns1123_label(name, "container_name")
+    container: dict[str, Any] = {"name": name, "image": pod.image}
+    if pod.command is not None:
+        container["command"] = list(pod.command)
+    if pod.args is not None:
+        container["args"] = list(pod.args)
+    if pod.working_dir:
+        container["workingDir"] = pod.working_dir
+    env = pod.env_list(extra_env)
+    if env:
+        container["env"] = env
+    env_from = pod.env_from_list()
+    if env_from:
+        container["envFrom"] = env_from
+    if ports:
+        container["ports"] = [dict(p) for p in ports]
+    resources = pod.resources_dict()
+    if resources:
+        container["resources"] = resources
+    _, mounts = pod.volume_lists()
+    if mounts:
+        container["volumeMounts"] = mounts
+    for probe_name, body in (probes or {}).items():
+        container[probe_name] = copy.deepcopy(dict(body))
+    if pod.image_pull_policy:
+        container["imagePullPolicy"] = pod.image_pull_policy
+    security = (
+        DEFAULT_CONTAINER_SECURITY_CONTEXT
+        if pod.container_security_context is None
+        else pod.container_security_context
+    )
+    if security:
+        container["securityContext"] = copy.deepcopy(dict(security))
+    return container
+
+
+def build_pod_template(
+    pod: PodTemplate,
+    *,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    restart_policy: str | None = None,
+    container_name: str = "main",
+    extra_env: Mapping[str, str] | None = None,
+    ports: Sequence[Mapping[str, Any]] = (),
+    probes: Mapping[str, Mapping[str, Any]] | None = None,
+) -> dict[str, Any]:
+    """A ``PodTemplateSpec`` dict: ``{"metadata": {labels, annotations}, "spec": {...}}``.
+
+    ``labels``/``annotations`` are ours (run identity); they are merged over the user's pod labels.
+    """
+    metadata: dict[str, Any] = {}
+    merged_labels = merge_labels(dict(labels or {}), pod.labels, "labels")
+    if merged_labels:
+        metadata["labels"] = merged_labels
+    merged_annotations = {**pod.annotations, **dict(annotations or {})}
+    if merged_annotations:
+        metadata["annotations"] = merged_annotations
+    spec: dict[str, Any] = {}
+    if restart_policy is not None:
+        spec["restartPolicy"] = restart_policy
+    if pod.service_account:
+        spec["serviceAccountName"] = pod.service_account
+    if pod.scheduler_name:
+        spec["schedulerName"] = pod.scheduler_name
+    if pod.priority_class_name:
+        spec["priorityClassName"] = pod.priority_class_name
+    if pod.termination_grace_period_seconds is not None:
+        spec["terminationGracePeriodSeconds"] = pod.termination_grace_period_seconds
+    if pod.node_selector:
+        spec["nodeSelector"] = dict(pod.node_selector)
+    if pod.tolerations:
+        spec["tolerations"] = [t.to_dict() for t in pod.toleration_specs]
+    if pod.affinity:
+        spec["affinity"] = copy.deepcopy(dict(pod.affinity))
+    if pod.image_pull_secrets:
+        spec["imagePullSecrets"] = [{"name": n} for n in pod.image_pull_secrets]
+    security = DEFAULT_POD_SECURITY_CONTEXT if pod.pod_security_context is None else pod.pod_security_context
+    if security:
+        spec["securityContext"] = copy.deepcopy(dict(security))
+    spec["containers"] = [
+        build_container(pod, name=container_name, extra_env=extra_env, ports=ports, probes=probes)
+    ]
+    volumes, _ = pod.volume_lists()
+    if volumes:
+        spec["volumes"] = volumes
+    return {"metadata": metadata, "spec": spec}

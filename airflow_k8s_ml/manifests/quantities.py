@@ -1,0 +1,166 @@
+"""Kubernetes resource quantities ("500m", "2Gi", "1e3") and container resource requirements.
+
+Why parse them ourselves: a typo like ``memory="2GB"`` or ``nvidia.com/gpu=0.5`` should fail at DAG parse time
+with the argument's name, not as a 422 from the API server after the task started (or, worse, as a Job that
+never schedules). The grammar and the rules (extended resources are integers and request == limit; request
+<= limit) follow ``k8s.io/apimachinery/pkg/api/resource`` and the core validation of ResourceRequirements.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+from airflow_k8s_ml.manifests.naming import is_dns1123_subdomain, is_qualified_name
+from airflow_k8s_ml.manifests.validation import fail
+
+__all__ = [
+    "GPU_RESOURCE",
+    "Quantity",
+    "format_quantity",
+    "is_extended_resource",
+    "is_integer_quantity",
+    "parse_quantity",
+    "validate_resource_name",
+    "validate_resources",
+]
+
+#: The value types a user may pass: ``"500m"``, ``2``, ``0.5``.
+Quantity = str | int | float
+
+GPU_RESOURCE = "nvidia.com/gpu"
+
+# <signedNumber><suffix>; suffix is binarySI | decimalSI | decimalExponent (Go's parseQuantityString).
+_QUANTITY_RE = re.compile(
+    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+)
+_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
+_DECIMAL = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_STANDARD_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
+
+
+def format_quantity(value: Any, field: str = "quantity") -> str:
+    """The string form we put in manifests; ints and floats are accepted for convenience (``cpu=2``)."""
+    if isinstance(value, bool):
+        raise fail(field, f"invalid quantity {value!r}: expected a string like '500m' or '2Gi' or a number")
+    if isinstance(value, int):
+        text = str(value)
+    elif isinstance(value, float):
+        if not math.isfinite(value):
+            raise fail(field, f"invalid quantity {value!r}: must be finite")
+        text = format(Decimal(repr(value)), "f")
+    elif isinstance(value, str):
+        text = value
+    else:
+        raise fail(field, f"invalid quantity {value!r}: expected a string like '500m' or '2Gi' or a number")
+    parse_quantity(text, field)
+    return text
+
+
+def parse_quantity(value: Any, field: str = "quantity") -> Decimal:
+    """The exact numeric value (cores, bytes, devices) as a ``Decimal``, for comparisons.
+
+    ``"500m"`` -> 0.5, ``"2Gi"`` -> 2147483648, ``"1e3"`` -> 1000, ``"1E"`` -> 10**18 (exa, not an exponent).
+    """
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        value = format_quantity(value, field)
+    if not isinstance(value, str):
+        raise fail(field, f"invalid quantity {value!r}: expected a string like '500m' or '2Gi'")
+    match = _QUANTITY_RE.match(value)
+    if match is None:
+        raise fail(
+            field,
+            f"invalid quantity {value!r}: quantities must match the regular expression "
+            r"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. '500m', '2Gi', '1.5', '1e3')",
+        )
+    try:
+        number = Decimal(match["number"])
+    except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
+        raise fail(field, f"invalid quantity {value!r}") from exc
+    suffix = match["suffix"] or ""
+    if suffix in _BINARY:
+        return number * (Decimal(1024) ** _BINARY[suffix])
+    if suffix in _DECIMAL:
+        return number.scaleb(_DECIMAL[suffix])
+    return number.scaleb(int(suffix[1:]))
+
+
+def is_integer_quantity(value: Any) -> bool:
+    """True when the quantity is a whole number (``"2"``, ``"2000m"``, ``"1e1"``); False on invalid input."""
+    try:
+        number = parse_quantity(value)
+    except ValueError:
+        return False
+    return number == number.to_integral_value()
+
+
+def is_extended_resource(name: str) -> bool:
+    """A vendor resource such as ``nvidia.com/gpu`` or ``nvidia.com/mig-1g.5gb`` (not ``kubernetes.io``)."""
+    prefix, slash, _ = name.partition("/")
+    if not slash:
+        return False
+    return not (
+        prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io") or name.startswith("requests.")
+    )
+
+
+def validate_resource_name(name: Any, field: str) -> str:
+    """Container resources: cpu, memory, ephemeral-storage, hugepages-<size>, or a vendor resource."""
+    if not isinstance(name, str) or not name:
+        raise fail(field, f"resource name must be a non-empty string, got {name!r}")
+    if name in _STANDARD_CONTAINER_RESOURCES or name.startswith("hugepages-"):
+        return name
+    prefix, slash, rest = name.partition("/")
+    if not slash or not is_extended_resource(name):
+        raise fail(
+            field,
+            f"unknown resource {name!r}: use cpu, memory, ephemeral-storage, hugepages-<size> or a "
+            "vendor resource such as nvidia.com/gpu",
+        )
+    if not is_dns1123_subdomain(prefix) or not is_qualified_name(rest):
+        raise fail(field, f"invalid resource name {name!r}")
+    return name
+
+
+def _canonical_map(values: Any, field: str) -> dict[str, str]:
+    if values is None:
+        return {}
+    if not isinstance(values, Mapping):
+        raise fail(field, f"must be a mapping of resource name to quantity, got {type(values).__name__}")
+    out: dict[str, str] = {}
+    for name, quantity in values.items():
+        item = f"{field}[{name}]"
+        validate_resource_name(name, item)
+        text = format_quantity(quantity, item)
+        number = parse_quantity(text, item)
+        if number < 0:
+            raise fail(item, f"must be greater than or equal to 0, got {text!r}")
+        if is_extended_resource(name) and number != number.to_integral_value():
+            raise fail(item, f"{name} must be a whole number (fractional GPUs do not exist), got {text!r}")
+        out[name] = text
+    return out
+
+
+def validate_resources(
+    requests: Mapping[str, Any] | None, limits: Mapping[str, Any] | None, *, field_prefix: str = ""
+) -> tuple[dict[str, str], dict[str, str]]:
+    """Validate requests/limits as the API server does; returns them as ``{name: quantity string}``.
+
+    Rules: quantities parse and are >= 0; extended resources (GPUs) are integers and, when requested, have an
+    equal limit (the scheduler cannot overcommit devices); every request is <= its limit. Error fields are
+    ``<field_prefix>requests[<name>]`` / ``<field_prefix>limits[<name>]``.
+    """
+    req = _canonical_map(requests, f"{field_prefix}requests")
+    lim = _canonical_map(limits, f"{field_prefix}limits")
+    for name, text in req.items():
+        item = f"{field_prefix}requests[{name}]"
+        if is_extended_resource(name):
+            if name not in lim or parse_quantity(text) != parse_quantity(lim[name]):
+                raise fail(item, f"must be equal to {name} limit of {lim.get(name, '0')}")
+        elif name in lim and parse_quantity(text) > parse_quantity(lim[name]):
+            raise fail(item, f"must be less than or equal to {name} limit of {lim[name]}")
+    return req, lim

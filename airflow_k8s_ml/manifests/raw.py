@@ -1,0 +1,263 @@
+"""The raw-manifest escape hatch: a dict or a plain YAML file, validated and labelled like our own manifests.
+
+Why validate what the user wrote: the operator still owns naming (deterministic names for submit-or-adopt),
+the run labels (on the object *and* its pod templates, so pods are found by the same selector) and Kueue's
+suspend rule. A raw manifest that bypassed these would break adoption, deadlines and log streaming in ways
+that are hard to see. Templates are plain YAML: Airflow's own templating (``template_ext``) may render the
+file before it gets here, so leftover ``{{ }}``/``{% %}`` means it was not rendered and is refused.
+"""
+
+from __future__ import annotations
+
+import copy
+import os
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from airflow_k8s_ml.manifests.cron import parse_schedule, validate_time_zone
+from airflow_k8s_ml.manifests.naming import (
+    validate_annotations,
+    validate_labels,
+    validate_name,
+    validate_namespace,
+)
+from airflow_k8s_ml.manifests.pod import merge_labels
+from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
+from airflow_k8s_ml.manifests.validation import fail
+
+__all__ = [
+    "SUPPORTED_KINDS",
+    "load_manifest",
+    "pod_templates",
+    "prepare_manifest",
+    "strip_status",
+]
+
+#: (apiVersion, kind) pairs the operators know how to submit and watch.
+SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
+    {
+        ("batch/v1", "Job"),
+        ("batch/v1", "CronJob"),
+        ("kubeflow.org/v1", "PyTorchJob"),
+        ("apps/v1", "Deployment"),
+        ("v1", "Service"),
+        ("autoscaling/v2", "HorizontalPodAutoscaler"),
+        ("policy/v1", "PodDisruptionBudget"),
+        ("networking.k8s.io/v1", "NetworkPolicy"),
+    }
+)
+
+_WORKLOAD_KINDS = ("Job", "CronJob", "PyTorchJob", "Deployment")
+
+#: Fields the API server owns; a ``kubectl get -o yaml`` dump must lose them before it can be created.
+_SERVER_METADATA = (
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+    "managedFields",
+    "selfLink",
+    "ownerReferences",
+)
+
+
+def strip_status(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """A deep copy without ``status`` and server-set metadata (uid, resourceVersion, managedFields, ...)."""
+    out = copy.deepcopy(dict(obj))
+    out.pop("status", None)
+    metadata = out.get("metadata")
+    if isinstance(metadata, dict):
+        for key in _SERVER_METADATA:
+            metadata.pop(key, None)
+        annotations = metadata.get("annotations")
+        if isinstance(annotations, dict):
+            annotations.pop("kubectl.kubernetes.io/last-applied-configuration", None)
+            annotations.pop("deployment.kubernetes.io/revision", None)
+    return out
+
+
+def _looks_like_path(source: str) -> bool:
+    text = source.strip()
+    return "\n" not in text and text.lower().endswith((".yaml", ".yml", ".json"))
+
+
+def load_manifest(source: Mapping[str, Any] | str | os.PathLike[str]) -> dict[str, Any]:
+    """A manifest from a dict (copied), a path to a ``.yaml``/``.yml``/``.json`` file, or YAML text.
+
+    Exactly one document is allowed: an operator submits and watches one workload.
+    """
+    if isinstance(source, Mapping):
+        return copy.deepcopy(dict(source))
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and _looks_like_path(source)):
+        path = Path(os.fspath(source)).expanduser()
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise fail("manifest", f"cannot read {path}: {exc.strerror or exc}") from None
+    elif isinstance(source, str):
+        text = source
+    else:
+        raise fail(
+            "manifest", f"must be a mapping, a YAML file path or YAML text, got {type(source).__name__}"
+        )
+    if "{{" in text or "{%" in text:
+        raise fail("manifest", "contains unrendered Jinja ({{ }} or {% %}); raw manifests must be plain YAML")
+    import yaml  # lazily: only the escape hatch needs it
+
+    try:
+        documents = [doc for doc in yaml.safe_load_all(text) if doc is not None]
+    except yaml.YAMLError as exc:
+        raise fail("manifest", f"invalid YAML: {exc}") from None
+    if len(documents) != 1:
+        raise fail("manifest", f"must contain exactly one YAML document, found {len(documents)}")
+    if not isinstance(documents[0], dict):
+        raise fail("manifest", f"must be a mapping at the top level, got {type(documents[0]).__name__}")
+    return documents[0]
+
+
+def pod_templates(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(path, PodTemplateSpec)`` for every pod template in a Job, CronJob, Deployment or PyTorchJob."""
+    kind = obj.get("kind")
+    spec = obj.get("spec") or {}
+    if kind in ("Job", "Deployment"):
+        yield "spec.template", spec.setdefault("template", {})
+    elif kind == "CronJob":
+        job_template = spec.setdefault("jobTemplate", {}).setdefault("spec", {})
+        yield "spec.jobTemplate.spec.template", job_template.setdefault("template", {})
+    elif kind == "PyTorchJob":
+        for role, replica in (spec.get("pytorchReplicaSpecs") or {}).items():
+            if isinstance(replica, dict):
+                yield f"spec.pytorchReplicaSpecs.{role}.template", replica.setdefault("template", {})
+
+
+def _check_containers(path: str, template: Mapping[str, Any], required_container: str | None) -> None:
+    containers = (template.get("spec") or {}).get("containers")
+    if not isinstance(containers, list) or not containers:
+        raise fail(f"{path}.spec.containers", "at least one container is required")
+    names = []
+    for index, container in enumerate(containers):
+        where = f"{path}.spec.containers[{index}]"
+        if not isinstance(container, Mapping) or not container.get("name"):
+            raise fail(f"{where}.name", "is required")
+        if not isinstance(container.get("image"), str) or not container["image"].strip():
+            raise fail(f"{where}.image", "is required")
+        names.append(container["name"])
+    if required_container is not None and required_container not in names:
+        raise fail(f"{path}.spec.containers", f"a container named {required_container!r} is required")
+
+
+def _check_kind_rules(obj: dict[str, Any]) -> None:
+    kind = obj["kind"]
+    spec = obj.get("spec")
+    if not isinstance(spec, dict):
+        raise fail("spec", "is required")
+    if kind == "CronJob":
+        parse_schedule(spec.get("schedule"), "spec.schedule")
+        validate_time_zone(spec.get("timeZone"), "spec.timeZone")
+    if kind == "PyTorchJob":
+        replicas = spec.get("pytorchReplicaSpecs")
+        if not isinstance(replicas, dict) or "Master" not in replicas:
+            raise fail("spec.pytorchReplicaSpecs", "a Master replica spec is required")
+        unknown = set(replicas) - {"Master", "Worker"}
+        if unknown:
+            raise fail(
+                "spec.pytorchReplicaSpecs", f"only Master and Worker are supported, got {sorted(unknown)}"
+            )
+        if (replicas["Master"] or {}).get("replicas", 1) != 1:
+            raise fail("spec.pytorchReplicaSpecs.Master.replicas", "must be exactly 1")
+    for path, template in pod_templates(obj):
+        _check_containers(path, template, PYTORCH_CONTAINER if kind == "PyTorchJob" else None)
+        if kind in ("Job", "CronJob"):
+            policy = (template.get("spec") or {}).get("restartPolicy")
+            if policy not in ("Never", "OnFailure"):
+                raise fail(f"{path}.spec.restartPolicy", 'must be "Never" or "OnFailure" for Job pods')
+
+
+def _apply_queue_rule(obj: dict[str, Any], labels: Mapping[str, str]) -> None:
+    """Kueue: a queued workload must be created suspended (Kueue un-suspends it on admission)."""
+    if KUEUE_QUEUE_LABEL not in labels:
+        return
+    if obj["kind"] == "Job":
+        holder, where = obj["spec"], "spec.suspend"
+    elif obj["kind"] == "PyTorchJob":
+        holder, where = obj["spec"].setdefault("runPolicy", {}), "spec.runPolicy.suspend"
+    else:
+        return
+    if holder.get("suspend") is False:
+        raise fail(where, f"must not be false with label {KUEUE_QUEUE_LABEL} (Kueue admits by un-suspending)")
+    holder["suspend"] = True
+
+
+def _set_name_and_namespace(obj: dict[str, Any], name: str | None, namespace: str | None) -> None:
+    metadata = obj["metadata"]
+    if "generateName" in metadata:
+        raise fail("metadata.generateName", "is not supported: names must be deterministic to adopt on retry")
+    if name is not None:
+        metadata["name"] = name
+    max_length = None
+    if obj["kind"] == "PyTorchJob":
+        workers = ((obj["spec"].get("pytorchReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0)
+        max_length = pytorchjob_max_name_length(workers if isinstance(workers, int) else 0)
+    validate_name(obj["kind"], metadata.get("name"), "metadata.name", max_length=max_length)
+    existing = metadata.get("namespace")
+    if namespace is not None:
+        validate_namespace(namespace)
+        if existing is not None and existing != namespace:
+            raise fail("metadata.namespace", f"is {existing!r} but the operator runs in {namespace!r}")
+        metadata["namespace"] = namespace
+    elif existing is not None:
+        validate_namespace(existing, "metadata.namespace")
+
+
+def prepare_manifest(
+    manifest: Mapping[str, Any] | str | os.PathLike[str],
+    *,
+    namespace: str | None = None,
+    name: str | None = None,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    kinds: frozenset[tuple[str, str]] | None = None,
+) -> dict[str, Any]:
+    """Load, check and label a raw manifest; returns a new dict ready to submit.
+
+    ``name`` (the operator's deterministic name) replaces ``metadata.name``; ``namespace`` fills in a missing
+    one and must match an explicit one; ``labels``/``annotations`` (the run identity) are added to the object
+    and to each pod template; ``kinds`` restricts which (apiVersion, kind) the calling operator accepts.
+    """
+    obj = strip_status(load_manifest(manifest))
+    key = (obj.get("apiVersion"), obj.get("kind"))
+    allowed = kinds if kinds is not None else SUPPORTED_KINDS
+    if key not in allowed:
+        supported = ", ".join(f"{a} {k}" for a, k in sorted(allowed))
+        raise fail("kind", f"unsupported apiVersion/kind {key[0]} {key[1]}; supported: {supported}")
+    if not isinstance(obj.get("metadata", {}), dict):
+        raise fail("metadata", "must be a mapping")
+    obj.setdefault("metadata", {})
+    if obj["kind"] in _WORKLOAD_KINDS:
+        _check_kind_rules(obj)
+    _set_name_and_namespace(obj, name, namespace)
+    ours = validate_labels(labels or {}, "labels")
+    ours_annotations = validate_annotations(annotations or {}, "annotations")
+    metadata = obj["metadata"]
+    user_labels = validate_labels(metadata.get("labels") or {}, "metadata.labels")
+    metadata["labels"] = merge_labels(ours, user_labels, "metadata.labels")
+    metadata["annotations"] = {
+        **validate_annotations(metadata.get("annotations") or {}, "metadata.annotations"),
+        **ours_annotations,
+    }
+    for path, template in pod_templates(obj):
+        template_meta = template.setdefault("metadata", {})
+        where = f"{path}.metadata"
+        template_meta["labels"] = merge_labels(
+            ours, validate_labels(template_meta.get("labels") or {}, f"{where}.labels"), f"{where}.labels"
+        )
+        if ours_annotations:
+            template_meta["annotations"] = {**(template_meta.get("annotations") or {}), **ours_annotations}
+    _apply_queue_rule(obj, metadata["labels"])
+    for key_name in ("labels", "annotations"):
+        if not metadata[key_name]:
+            del metadata[key_name]
+    return obj

@@ -1,0 +1,464 @@
+"""Online inference: Deployment + Service (+ HPA, PodDisruptionBudget, NetworkPolicy) from one InferenceSpec.
+
+Why these choices:
+- The selector is one label we own (``airflow-k8s-ml/inference: <name>``). Selectors are immutable, so nothing
+  that changes between runs (run id, model URI) may be in it.
+- Run labels go on the objects' metadata, never into the pod template: a new DAG run with the same model must
+  not roll the pods (the rerun is a no-op). The model URI *is* in the template (env ``MODEL_URI`` and an
+  annotation), so a new model is exactly what triggers a rollout.
+- Rolling update defaults to ``maxSurge=1, maxUnavailable=0``: a ready replica serves at every moment.
+"""
+
+from __future__ import annotations
+
+import copy
+import ipaddress
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_k8s_ml.manifests.naming import (
+    ANNOTATION_PREFIX,
+    object_meta,
+    sanitize_label_value,
+    validate_annotations,
+    validate_labels,
+    validate_name,
+    validate_namespace,
+)
+from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template, merge_labels
+from airflow_k8s_ml.manifests.quantities import Quantity, format_quantity, parse_quantity
+from airflow_k8s_ml.manifests.validation import (
+    check_choice,
+    check_int,
+    check_non_empty_str,
+    check_optional_int,
+    check_port,
+    check_str_sequence,
+    fail,
+)
+
+__all__ = [
+    "INFERENCE_CONTAINER",
+    "MODEL_URI_LABEL",
+    "SELECTOR_LABEL",
+    "Autoscaling",
+    "InferenceSpec",
+    "IngressPolicy",
+    "build_deployment",
+    "build_hpa",
+    "build_inference_objects",
+    "build_network_policy",
+    "build_pdb",
+    "build_service",
+    "selector_labels",
+    "strip_replicas",
+]
+
+SELECTOR_LABEL = f"{ANNOTATION_PREFIX}inference"
+MODEL_URI_LABEL = f"{ANNOTATION_PREFIX}model-uri"
+INFERENCE_CONTAINER = "server"
+_PERCENT = re.compile(r"^(100|[1-9]?[0-9])%$")
+
+
+def _int_or_percent(value: Any, field_name: str) -> int | str:
+    if isinstance(value, str):
+        if not _PERCENT.match(value):
+            raise fail(field_name, f"must be an integer or a percentage like '25%', got {value!r}")
+        return value
+    return check_int(value, field_name, minimum=0)
+
+
+def _is_zero(value: int | str) -> bool:
+    return value in (0, "0%")
+
+
+@dataclass(frozen=True)
+class Autoscaling:
+    """autoscaling/v2 HPA: CPU utilisation (percent of the CPU *request*) and/or one custom metric.
+
+    ``metric_type`` ``Pods`` reads a per-pod metric (e.g. ``requests_per_second`` from a Prometheus adapter);
+    ``External`` a metric not tied to pods (queue length). Both use an ``AverageValue`` target per replica.
+    """
+
+    max_replicas: int
+    min_replicas: int = 1
+    target_cpu_utilization: int | None = None
+    metric_name: str | None = None
+    metric_type: str = "Pods"
+    metric_target: Quantity | None = None
+    metric_selector: Mapping[str, str] = field(default_factory=dict)
+    scale_down_stabilization_seconds: int | None = None
+
+    def __post_init__(self) -> None:
+        check_int(self.min_replicas, "autoscaling.min_replicas", minimum=1)
+        check_int(self.max_replicas, "autoscaling.max_replicas", minimum=1)
+        if self.max_replicas < self.min_replicas:
+            raise fail("autoscaling.max_replicas", f"must be >= min_replicas ({self.min_replicas})")
+        check_optional_int(self.target_cpu_utilization, "autoscaling.target_cpu_utilization", minimum=1)
+        check_choice(self.metric_type, ("Pods", "External"), "autoscaling.metric_type")
+        if self.metric_name is None and self.target_cpu_utilization is None:
+            raise fail("autoscaling", "needs target_cpu_utilization or metric_name (or both)")
+        if self.metric_name is not None:
+            check_non_empty_str(self.metric_name, "autoscaling.metric_name")
+            if self.metric_target is None:
+                raise fail(
+                    "autoscaling.metric_target", "is required with metric_name (average value per pod)"
+                )
+        if self.metric_target is not None:
+            if self.metric_name is None:
+                raise fail("autoscaling.metric_target", "given without metric_name")
+            if parse_quantity(format_quantity(self.metric_target, "autoscaling.metric_target")) <= 0:
+                raise fail("autoscaling.metric_target", "must be greater than 0")
+        object.__setattr__(
+            self, "metric_selector", validate_labels(self.metric_selector, "autoscaling.metric_selector")
+        )
+        check_optional_int(
+            self.scale_down_stabilization_seconds,
+            "autoscaling.scale_down_stabilization_seconds",
+            minimum=0,
+            maximum=3600,
+        )
+
+    def metrics(self) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        if self.target_cpu_utilization is not None:
+            out.append(
+                {
+                    "type": "Resource",
+                    "resource": {
+                        "name": "cpu",
+                        "target": {"type": "Utilization", "averageUtilization": self.target_cpu_utilization},
+                    },
+                }
+            )
+        if self.metric_name is not None and self.metric_target is not None:
+            metric: dict[str, Any] = {"name": self.metric_name}
+            if self.metric_selector:
+                metric["selector"] = {"matchLabels": dict(self.metric_selector)}
+            target = {"type": "AverageValue", "averageValue": format_quantity(self.metric_target)}
+            key = self.metric_type.lower()
+            out.append({"type": self.metric_type, key: {"metric": metric, "target": target}})
+        return out
+
+
+@dataclass(frozen=True)
+class IngressPolicy:
+    """Allow ingress to the model server's port only from these sources (any of them); deny the rest.
+
+    Namespaces are matched by their automatic ``kubernetes.io/metadata.name`` label; ``from_pod_labels``
+    selects pods in the Deployment's own namespace. Note: smoke tests through the API server's service proxy
+    come from the control plane; on clusters that enforce NetworkPolicy add its range to ``from_cidrs``.
+    """
+
+    from_namespaces: Sequence[str] = ()
+    from_pod_labels: Mapping[str, str] = field(default_factory=dict)
+    from_cidrs: Sequence[str] = ()
+
+    def __post_init__(self) -> None:
+        namespaces = check_str_sequence(self.from_namespaces, "network_policy.from_namespaces")
+        for index, ns in enumerate(namespaces):
+            validate_namespace(ns, f"network_policy.from_namespaces[{index}]")
+        object.__setattr__(self, "from_namespaces", namespaces)
+        object.__setattr__(
+            self, "from_pod_labels", validate_labels(self.from_pod_labels, "network_policy.from_pod_labels")
+        )
+        cidrs = check_str_sequence(self.from_cidrs, "network_policy.from_cidrs")
+        for index, cidr in enumerate(cidrs):
+            try:
+                ipaddress.ip_network(cidr, strict=True)
+            except ValueError as exc:
+                raise fail(f"network_policy.from_cidrs[{index}]", f"invalid CIDR {cidr!r}: {exc}") from exc
+        object.__setattr__(self, "from_cidrs", cidrs)
+        if not (namespaces or self.from_pod_labels or cidrs):
+            raise fail("network_policy", "needs at least one of from_namespaces, from_pod_labels, from_cidrs")
+
+    def peers(self) -> list[dict[str, Any]]:
+        peers: list[dict[str, Any]] = [
+            {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": ns}}}
+            for ns in self.from_namespaces
+        ]
+        if self.from_pod_labels:
+            peers.append({"podSelector": {"matchLabels": dict(self.from_pod_labels)}})
+        peers += [{"ipBlock": {"cidr": cidr}} for cidr in self.from_cidrs]
+        return peers
+
+
+@dataclass(frozen=True)
+class InferenceSpec:
+    """A model server.
+
+    ``replicas`` and ``autoscaling`` are exclusive: with an HPA it owns the count and the Deployment starts at
+    ``min_replicas``. ``startup_timeout_seconds`` adds a startupProbe so a slow model load is neither killed
+    by the liveness probe nor mistaken for a stuck rollout.
+    """
+
+    pod: PodTemplate
+    model_uri: str
+    replicas: int | None = None
+    port: int = 8080
+    service_port: int = 80
+    readiness_path: str = "/healthz"
+    liveness_path: str | None = None
+    startup_timeout_seconds: int | None = None
+    probe_period_seconds: int = 10
+    max_surge: int | str = 1
+    max_unavailable: int | str = 0
+    min_ready_seconds: int = 0
+    progress_deadline_seconds: int = 600
+    revision_history_limit: int = 10
+    autoscaling: Autoscaling | None = None
+    pdb_min_available: int | str | None = None
+    network_policy: IngressPolicy | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.pod, PodTemplate):
+            raise fail("pod", f"must be a PodTemplate, got {type(self.pod).__name__}")
+        check_non_empty_str(self.model_uri, "model_uri")
+        check_optional_int(self.replicas, "replicas", minimum=0)
+        if self.autoscaling is not None:
+            if not isinstance(self.autoscaling, Autoscaling):
+                raise fail("autoscaling", f"must be an Autoscaling, got {type(self.autoscaling).__name__}")
+            if self.replicas is not None:
+                raise fail("replicas", "conflicts with autoscaling: the HPA owns the replica count")
+            if self.autoscaling.target_cpu_utilization is not None and "cpu" not in self.pod.requests:
+                raise fail("requests", "a cpu request is required for a CPU-utilisation HPA target")
+        check_port(self.port, "port")
+        check_port(self.service_port, "service_port")
+        for name in ("readiness_path", "liveness_path"):
+            path = getattr(self, name)
+            if path is not None and (not isinstance(path, str) or not path.startswith("/")):
+                raise fail(name, f"must be an absolute URL path like '/healthz', got {path!r}")
+        check_optional_int(self.startup_timeout_seconds, "startup_timeout_seconds", minimum=1)
+        check_int(self.probe_period_seconds, "probe_period_seconds", minimum=1)
+        surge = _int_or_percent(self.max_surge, "max_surge")
+        unavailable = _int_or_percent(self.max_unavailable, "max_unavailable")
+        if _is_zero(surge) and _is_zero(unavailable):
+            raise fail(
+                "max_unavailable", "may not be 0 when max_surge is 0 (the rollout could never progress)"
+            )
+        check_int(self.min_ready_seconds, "min_ready_seconds", minimum=0)
+        check_int(self.progress_deadline_seconds, "progress_deadline_seconds", minimum=1)
+        if self.progress_deadline_seconds <= self.min_ready_seconds:
+            raise fail("progress_deadline_seconds", "must be greater than min_ready_seconds")
+        check_int(self.revision_history_limit, "revision_history_limit", minimum=0)
+        self._check_pdb()
+        if self.network_policy is not None and not isinstance(self.network_policy, IngressPolicy):
+            raise fail(
+                "network_policy", f"must be an IngressPolicy, got {type(self.network_policy).__name__}"
+            )
+        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
+        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+
+    def _check_pdb(self) -> None:
+        if self.pdb_min_available is None:
+            return
+        value = _int_or_percent(self.pdb_min_available, "pdb_min_available")
+        floor = self.initial_replicas
+        if isinstance(value, int) and value >= floor:
+            raise fail(
+                "pdb_min_available",
+                f"{value} >= replicas ({floor}) would block every voluntary eviction (node drains hang); "
+                "use fewer or more replicas",
+            )
+        if value == "100%":
+            raise fail("pdb_min_available", "100% would block every voluntary eviction (node drains hang)")
+
+    @property
+    def initial_replicas(self) -> int:
+        if self.autoscaling is not None:
+            return self.autoscaling.min_replicas
+        return 1 if self.replicas is None else self.replicas
+
+    def probes(self) -> dict[str, dict[str, Any]]:
+        def http_probe(path: str, failure_threshold: int = 3) -> dict[str, Any]:
+            return {
+                "httpGet": {"path": path, "port": "http"},
+                "periodSeconds": self.probe_period_seconds,
+                "failureThreshold": failure_threshold,
+            }
+
+        probes = {"readinessProbe": http_probe(self.readiness_path)}
+        if self.liveness_path is not None:
+            probes["livenessProbe"] = http_probe(self.liveness_path)
+        if self.startup_timeout_seconds is not None:
+            threshold = max(1, math.ceil(self.startup_timeout_seconds / self.probe_period_seconds))
+            probes["startupProbe"] = http_probe(self.liveness_path or self.readiness_path, threshold)
+        return probes
+
+
+def selector_labels(name: str) -> dict[str, str]:
+    """The immutable selector shared by Deployment, Service, PDB and NetworkPolicy."""
+    return {SELECTOR_LABEL: name}
+
+
+def _check_name(name: str) -> None:
+    # The Service shares the name, so the stricter DNS-1035 rule applies to every object.
+    validate_name("Service", name, "name")
+
+
+def _meta(
+    kind: str, spec: InferenceSpec, name: str, namespace: str, labels: Any, annotations: Any
+) -> dict[str, Any]:
+    _check_name(name)
+    ours = {
+        **dict(labels or {}),
+        **selector_labels(name),
+        MODEL_URI_LABEL: sanitize_label_value(spec.model_uri),
+    }
+    return object_meta(
+        kind,
+        name,
+        namespace,
+        merge_labels(ours, spec.labels, "labels"),
+        {**spec.annotations, **dict(annotations or {}), MODEL_URI_LABEL: spec.model_uri},
+    )
+
+
+def build_deployment(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """apps/v1 Deployment with a RollingUpdate strategy, http probes and ``MODEL_URI`` in the env."""
+    metadata = _meta("Deployment", spec, name, namespace, labels, annotations)
+    template_labels = {**selector_labels(name), MODEL_URI_LABEL: sanitize_label_value(spec.model_uri)}
+    template = build_pod_template(
+        spec.pod,
+        labels=template_labels,
+        annotations={MODEL_URI_LABEL: spec.model_uri},
+        container_name=INFERENCE_CONTAINER,
+        extra_env={"MODEL_URI": spec.model_uri, "PORT": str(spec.port)},
+        ports=[{"name": "http", "containerPort": spec.port, "protocol": "TCP"}],
+        probes=spec.probes(),
+    )
+    body = {
+        "replicas": spec.initial_replicas,
+        "selector": {"matchLabels": selector_labels(name)},
+        "strategy": {
+            "type": "RollingUpdate",
+            "rollingUpdate": {"maxSurge": spec.max_surge, "maxUnavailable": spec.max_unavailable},
+        },
+        "minReadySeconds": spec.min_ready_seconds,
+        "progressDeadlineSeconds": spec.progress_deadline_seconds,
+        "revisionHistoryLimit": spec.revision_history_limit,
+        "template": template,
+    }
+    return {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": metadata, "spec": body}
+
+
+def build_service(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """ClusterIP Service with one port named ``http`` (the service proxy path uses ``<name>:http``)."""
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": _meta("Service", spec, name, namespace, labels, annotations),
+        "spec": {
+            "type": "ClusterIP",
+            "selector": selector_labels(name),
+            "ports": [{"name": "http", "port": spec.service_port, "targetPort": "http", "protocol": "TCP"}],
+        },
+    }
+
+
+def build_hpa(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """autoscaling/v2 HorizontalPodAutoscaler targeting the Deployment, or None without ``autoscaling``."""
+    scaling = spec.autoscaling
+    if scaling is None:
+        return None
+    body: dict[str, Any] = {
+        "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+        "minReplicas": scaling.min_replicas,
+        "maxReplicas": scaling.max_replicas,
+        "metrics": scaling.metrics(),
+    }
+    if scaling.scale_down_stabilization_seconds is not None:
+        body["behavior"] = {
+            "scaleDown": {"stabilizationWindowSeconds": scaling.scale_down_stabilization_seconds}
+        }
+    return {
+        "apiVersion": "autoscaling/v2",
+        "kind": "HorizontalPodAutoscaler",
+        "metadata": _meta("HorizontalPodAutoscaler", spec, name, namespace, labels, annotations),
+        "spec": body,
+    }
+
+
+def build_pdb(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """policy/v1 PodDisruptionBudget (``minAvailable``), or None without ``pdb_min_available``."""
+    if spec.pdb_min_available is None:
+        return None
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": _meta("PodDisruptionBudget", spec, name, namespace, labels, annotations),
+        "spec": {"minAvailable": spec.pdb_min_available, "selector": {"matchLabels": selector_labels(name)}},
+    }
+
+
+def build_network_policy(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any] | None:
+    """networking.k8s.io/v1 NetworkPolicy admitting only the allowed sources to the http port."""
+    policy = spec.network_policy
+    if policy is None:
+        return None
+    return {
+        "apiVersion": "networking.k8s.io/v1",
+        "kind": "NetworkPolicy",
+        "metadata": _meta("NetworkPolicy", spec, name, namespace, labels, annotations),
+        "spec": {
+            "podSelector": {"matchLabels": selector_labels(name)},
+            "policyTypes": ["Ingress"],
+            "ingress": [{"from": policy.peers(), "ports": [{"protocol": "TCP", "port": spec.port}]}],
+        },
+    }
+
+
+def build_inference_objects(
+    spec: InferenceSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> list[dict[str, Any]]:
+    """Every object, in apply order: NetworkPolicy (before pods exist), Deployment, Service, HPA, PDB."""
+    builders = (build_network_policy, build_deployment, build_service, build_hpa, build_pdb)
+    objects = [builder(spec, name, namespace, labels, annotations) for builder in builders]
+    return [obj for obj in objects if obj is not None]
+
+
+def strip_replicas(deployment: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy without ``spec.replicas``: patch an HPA-managed Deployment with this, or every re-apply would
+    reset the HPA's current scale to ``min_replicas``."""
+    out = copy.deepcopy(dict(deployment))
+    out.get("spec", {}).pop("replicas", None)
+    return out

@@ -1,0 +1,282 @@
+"""Fine-tune workloads: a batch/v1 Job (one pod) or a kubeflow.org/v1 PyTorchJob (master + N workers).
+
+Why typed specs: the operator turns its (templated) arguments into a frozen spec once, the spec validates
+itself, and the builders are pure ``spec -> dict`` functions the tests can check field by field. Nothing here
+talks to a cluster; the same dict goes to a real API server or the embedded local cluster.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_k8s_ml.manifests._jobs import check_job_options, job_spec
+from airflow_k8s_ml.manifests.naming import (
+    object_meta,
+    validate_annotations,
+    validate_dns1123_subdomain,
+    validate_labels,
+)
+from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template, merge_labels
+from airflow_k8s_ml.manifests.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    fail,
+)
+
+__all__ = [
+    "CLEAN_POD_POLICIES",
+    "KUEUE_QUEUE_LABEL",
+    "PYTORCH_CONTAINER",
+    "PYTORCH_RESTART_POLICIES",
+    "FineTuneJobSpec",
+    "PyTorchJobSpec",
+    "build_job",
+    "build_pytorchjob",
+    "pytorchjob_max_name_length",
+]
+
+#: Kueue finds workloads by this label and admits them by flipping ``suspend`` to false.
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+#: The training operator requires the training container to be named ``pytorch``.
+PYTORCH_CONTAINER = "pytorch"
+PYTORCH_RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
+CLEAN_POD_POLICIES = ("None", "Running", "All")
+_INT32_MAX = 2**31 - 1
+
+
+def _check_queue(queue_name: Any, suspend: Any) -> None:
+    """Kueue admits a workload by un-suspending it, so one created unsuspended would bypass the queue."""
+    if suspend is not None:
+        check_bool(suspend, "suspend")
+    if queue_name is None:
+        return
+    validate_dns1123_subdomain(queue_name, "queue_name", max_length=63)
+    if suspend is False:
+        raise fail(
+            "suspend",
+            "must not be False with queue_name: Kueue admits a workload by un-suspending it, so it must be "
+            "created suspended",
+        )
+
+
+def _check_pod(pod: Any, name: str) -> PodTemplate:
+    if not isinstance(pod, PodTemplate):
+        raise fail(name, f"must be a PodTemplate, got {type(pod).__name__}")
+    return pod
+
+
+@dataclass(frozen=True)
+class FineTuneJobSpec:
+    """A single-pod (or ``parallelism``-pod) fine-tune run as a batch/v1 Job.
+
+    ``backoff_limit`` defaults to 0: Airflow's retries own retrying (each try is a new Job that resumes from
+    the newest checkpoint), so Kubernetes-side retries would silently multiply GPU hours. ``queue_name``
+    submits through Kueue (label + created suspended); ``suspend`` defaults to True then and may not be False.
+    """
+
+    pod: PodTemplate
+    backoff_limit: int = 0
+    restart_policy: str = "Never"
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    parallelism: int = 1
+    completions: int = 1
+    queue_name: str | None = None
+    suspend: bool | None = None
+    pod_failure_policy: Mapping[str, Any] | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_pod(self.pod, "pod")
+        check_job_options(
+            restart_policy=self.restart_policy,
+            backoff_limit=self.backoff_limit,
+            active_deadline_seconds=self.active_deadline_seconds,
+            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
+            pod_failure_policy=self.pod_failure_policy,
+        )
+        check_int(self.backoff_limit, "backoff_limit", minimum=0)
+        check_int(self.parallelism, "parallelism", minimum=1)
+        check_int(self.completions, "completions", minimum=1)
+        _check_queue(self.queue_name, self.suspend)
+        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
+        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+
+    @property
+    def effective_suspend(self) -> bool:
+        return self.suspend if self.suspend is not None else self.queue_name is not None
+
+
+def _workload_labels(
+    spec_labels: Mapping[str, str], ours: Mapping[str, str], queue_name: str | None
+) -> dict[str, str]:
+    labels = merge_labels(dict(ours), spec_labels, "labels")
+    if queue_name is not None:
+        labels[KUEUE_QUEUE_LABEL] = queue_name
+    return labels
+
+
+def build_job(
+    spec: FineTuneJobSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The batch/v1 Job. ``labels``/``annotations`` (the run identity) go on the Job *and* its pod template,
+    so pods can be found with the same selector as the Job."""
+    ours = dict(labels or {})
+    ours_annotations = dict(annotations or {})
+    metadata = object_meta(
+        "Job",
+        name,
+        namespace,
+        _workload_labels(spec.labels, ours, spec.queue_name),
+        {**spec.annotations, **ours_annotations},
+    )
+    template = build_pod_template(
+        spec.pod, labels=ours, annotations=ours_annotations, restart_policy=spec.restart_policy
+    )
+    body = job_spec(
+        template=template,
+        backoff_limit=spec.backoff_limit,
+        active_deadline_seconds=spec.active_deadline_seconds,
+        ttl_seconds_after_finished=spec.ttl_seconds_after_finished,
+        suspend=spec.effective_suspend,
+        parallelism=spec.parallelism,
+        completions=spec.completions,
+        pod_failure_policy=spec.pod_failure_policy,
+    )
+    return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": body}
+
+
+@dataclass(frozen=True)
+class PyTorchJobSpec:
+    """A distributed run as a kubeflow.org/v1 PyTorchJob: one Master plus ``workers`` Workers.
+
+    ``worker`` defaults to the master's pod (same image, resources, env). ``queue_name`` is Kueue (label +
+    ``runPolicy.suspend``); ``scheduling_queue``/``min_available``/``priority_class`` fill
+    ``runPolicy.schedulingPolicy`` for gang schedulers such as Volcano (set ``scheduler_name`` on the pods).
+    ``clean_pod_policy`` is rendered explicitly (upstream default ``None`` keeps idle workers running after
+    the master succeeded; ``Running`` frees their GPUs).
+    """
+
+    master: PodTemplate
+    workers: int = 0
+    worker: PodTemplate | None = None
+    nproc_per_node: int | str | None = None
+    restart_policy: str = "OnFailure"
+    backoff_limit: int | None = None
+    active_deadline_seconds: int | None = None
+    ttl_seconds_after_finished: int | None = None
+    clean_pod_policy: str = "None"
+    queue_name: str | None = None
+    suspend: bool | None = None
+    scheduling_queue: str | None = None
+    min_available: int | None = None
+    priority_class: str | None = None
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        _check_pod(self.master, "master")
+        check_int(self.workers, "workers", minimum=0)
+        if self.worker is not None:
+            _check_pod(self.worker, "worker")
+            if self.workers == 0:
+                raise fail("worker", "a worker pod was given but workers is 0")
+        if self.nproc_per_node is not None:
+            if isinstance(self.nproc_per_node, str) and not self.nproc_per_node.isdigit():
+                check_choice(self.nproc_per_node, ("auto", "cpu", "gpu"), "nproc_per_node")
+            elif isinstance(self.nproc_per_node, str):
+                check_int(int(self.nproc_per_node), "nproc_per_node", minimum=1)
+            else:
+                check_int(self.nproc_per_node, "nproc_per_node", minimum=1)
+        check_choice(self.restart_policy, PYTORCH_RESTART_POLICIES, "restart_policy")
+        check_optional_int(self.backoff_limit, "backoff_limit", minimum=0, maximum=_INT32_MAX)
+        check_optional_int(self.active_deadline_seconds, "active_deadline_seconds", minimum=1)
+        check_optional_int(self.ttl_seconds_after_finished, "ttl_seconds_after_finished", minimum=0)
+        check_choice(self.clean_pod_policy, CLEAN_POD_POLICIES, "clean_pod_policy")
+        _check_queue(self.queue_name, self.suspend)
+        if self.scheduling_queue is not None:
+            validate_dns1123_subdomain(self.scheduling_queue, "scheduling_queue")
+        check_optional_int(self.min_available, "min_available", minimum=1, maximum=1 + self.workers)
+        if self.priority_class is not None:
+            validate_dns1123_subdomain(self.priority_class, "priority_class")
+        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
+        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+
+    @property
+    def effective_suspend(self) -> bool:
+        return self.suspend if self.suspend is not None else self.queue_name is not None
+
+    @property
+    def worker_pod(self) -> PodTemplate:
+        return self.worker if self.worker is not None else self.master
+
+    def run_policy(self) -> dict[str, Any]:
+        policy: dict[str, Any] = {"cleanPodPolicy": self.clean_pod_policy}
+        if self.backoff_limit is not None:
+            policy["backoffLimit"] = self.backoff_limit
+        if self.active_deadline_seconds is not None:
+            policy["activeDeadlineSeconds"] = self.active_deadline_seconds
+        if self.ttl_seconds_after_finished is not None:
+            policy["ttlSecondsAfterFinished"] = self.ttl_seconds_after_finished
+        if self.effective_suspend:
+            policy["suspend"] = True
+        scheduling: dict[str, Any] = {}
+        if self.scheduling_queue is not None:
+            scheduling["queue"] = self.scheduling_queue
+        if self.min_available is not None:
+            scheduling["minAvailable"] = self.min_available
+        if self.priority_class is not None:
+            scheduling["priorityClass"] = self.priority_class
+        if scheduling:
+            policy["schedulingPolicy"] = scheduling
+        return policy
+
+
+def pytorchjob_max_name_length(workers: int) -> int:
+    """Longest PyTorchJob name whose per-replica Services (``<name>-worker-<i>``) stay DNS-1035 labels."""
+    suffix = f"-worker-{workers - 1}" if workers > 0 else "-master-0"
+    return 63 - max(len(suffix), len("-master-0"))
+
+
+def build_pytorchjob(
+    spec: PyTorchJobSpec,
+    name: str,
+    namespace: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """The kubeflow.org/v1 PyTorchJob; run labels go on the job and on every replica's pod template."""
+    ours = dict(labels or {})
+    ours_annotations = dict(annotations or {})
+    metadata = object_meta(
+        "PyTorchJob",
+        name,
+        namespace,
+        _workload_labels(spec.labels, ours, spec.queue_name),
+        {**spec.annotations, **ours_annotations},
+        max_name_length=pytorchjob_max_name_length(spec.workers),
+    )
+
+    def replica(pod: PodTemplate, replicas: int) -> dict[str, Any]:
+        template = build_pod_template(
+            pod, labels=ours, annotations=ours_annotations, container_name=PYTORCH_CONTAINER
+        )
+        return {"replicas": replicas, "restartPolicy": spec.restart_policy, "template": template}
+
+    replica_specs = {"Master": replica(spec.master, 1)}
+    if spec.workers:
+        replica_specs["Worker"] = replica(spec.worker_pod, spec.workers)
+    body: dict[str, Any] = {"runPolicy": spec.run_policy()}
+    if spec.nproc_per_node is not None:
+        body["nprocPerNode"] = str(spec.nproc_per_node)
+    body["pytorchReplicaSpecs"] = replica_specs
+    return {"apiVersion": "kubeflow.org/v1", "kind": "PyTorchJob", "metadata": metadata, "spec": body}

@@ -1,0 +1,1 @@
+"""Airflow sensors of airflow-k8s-ml (import-light: heavy clients are imported inside execute/run)."""
