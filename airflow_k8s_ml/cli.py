@@ -1,9 +1,9 @@
 """``airflow-k8s-ml``: operate the embedded local cluster and run the demo.
 
-    airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
-    airflow-k8s-ml local status
-    airflow-k8s-ml local down
-    airflow-k8s-ml demo
+airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
+airflow-k8s-ml local status
+airflow-k8s-ml local down
+airflow-k8s-ml demo
 """
 
 from __future__ import annotations
@@ -36,8 +36,19 @@ def _local(args: argparse.Namespace) -> int:
     version = daemon.request(state_dir, "/version")
     pods = daemon.request(state_dir, "/api/v1/pods")["items"]
     jobs = daemon.request(state_dir, "/apis/batch/v1/jobs")["items"]
-    print(json.dumps({"state": "running", "pid": pid, "kubeconfig": str(state_dir / "kubeconfig"),
-                      "version": version.get("gitVersion"), "pods": len(pods), "jobs": len(jobs)}, indent=2))
+    print(
+        json.dumps(
+            {
+                "state": "running",
+                "pid": pid,
+                "kubeconfig": str(state_dir / "kubeconfig"),
+                "version": version.get("gitVersion"),
+                "pods": len(pods),
+                "jobs": len(jobs),
+            },
+            indent=2,
+        )
+    )
     return 0
 
 

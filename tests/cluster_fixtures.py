@@ -57,7 +57,7 @@ def kubeconfig(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
 
 @pytest.fixture()
 def api_client(kubeconfig: str) -> Iterator[object]:
-    from kubernetes import client, config
+    from kubernetes import config
 
     api = config.new_client_from_config(config_file=kubeconfig)
     yield api

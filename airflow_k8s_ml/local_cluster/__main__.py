@@ -10,8 +10,12 @@ from .daemon import DEFAULT_STATE_DIR, ServeOptions, serve_forever
 
 
 def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--state-dir", type=Path, default=DEFAULT_STATE_DIR,
-                        help="where the kubeconfig, token, CA, logs and volumes live")
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=DEFAULT_STATE_DIR,
+        help="where the kubeconfig, token, CA, logs and volumes live",
+    )
     parser.add_argument("--port", type=int, default=0, help="API port on 127.0.0.1 (0 = any free port)")
     parser.add_argument("--cpu", default="8", help="node CPU capacity")
     parser.add_argument("--memory", default="32Gi", help="node memory capacity")
@@ -20,8 +24,14 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def options_from(args: argparse.Namespace) -> ServeOptions:
-    return ServeOptions(state_dir=args.state_dir.resolve(), port=args.port, cpu=args.cpu, memory=args.memory,
-                        gpus=args.gpus, tls=args.tls)
+    return ServeOptions(
+        state_dir=args.state_dir.resolve(),
+        port=args.port,
+        cpu=args.cpu,
+        memory=args.memory,
+        gpus=args.gpus,
+        tls=args.tls,
+    )
 
 
 def main() -> None:

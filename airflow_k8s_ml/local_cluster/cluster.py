@@ -122,8 +122,9 @@ class LocalCluster:
             ssl_ctx = server_ssl_context(cert, key)
         self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0)
         await self._runner.setup()
-        site = web.TCPSite(self._runner, self.settings.host, self.settings.port, ssl_context=ssl_ctx,
-                           reuse_address=True)
+        site = web.TCPSite(
+            self._runner, self.settings.host, self.settings.port, ssl_context=ssl_ctx, reuse_address=True
+        )
         await site.start()
         port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
         scheme = "https" if ssl_ctx else "http"
@@ -147,10 +148,14 @@ class LocalCluster:
         namespaces = _rt("", "v1", "namespaces")
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
             if self.store.find(namespaces, "", name) is None:
-                self.store.create(namespaces, {"metadata": {"name": name,
-                                                            "labels": {"kubernetes.io/metadata.name": name}},
-                                               "spec": {"finalizers": ["kubernetes"]},
-                                               "status": {"phase": "Active"}})
+                self.store.create(
+                    namespaces,
+                    {
+                        "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
+                        "spec": {"finalizers": ["kubernetes"]},
+                        "status": {"phase": "Active"},
+                    },
+                )
 
     # -- admin (fault injection and operations) -----------------------------------------------------
     async def admin(self, request: web.Request, action: str) -> web.StreamResponse:
@@ -187,8 +192,13 @@ def _validate_name(rt: ResourceType, obj: Obj) -> None:
     if name:
         problem = validate_object_name(rt, name)
         if problem:
-            raise errors.invalid(rt.kind, rt.group, rt.plural, name,
-                                 [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {problem}')])
+            raise errors.invalid(
+                rt.kind,
+                rt.group,
+                rt.plural,
+                name,
+                [("metadata.name", "FieldValueInvalid", f'Invalid value: "{name}": {problem}')],
+            )
 
 
 class ClusterThread:

@@ -21,7 +21,9 @@ from pathlib import Path
 
 from .settings import ClusterSettings, NodeCapacity
 
-DEFAULT_STATE_DIR = Path(os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local"))
+DEFAULT_STATE_DIR = Path(
+    os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local")
+)
 
 
 @dataclass
@@ -34,12 +36,26 @@ class ServeOptions:
     tls: bool = True
 
     def settings(self) -> ClusterSettings:
-        return ClusterSettings(state_dir=self.state_dir, port=self.port, tls=self.tls,
-                               capacity=NodeCapacity(cpu=self.cpu, memory=self.memory, gpus=self.gpus))
+        return ClusterSettings(
+            state_dir=self.state_dir,
+            port=self.port,
+            tls=self.tls,
+            capacity=NodeCapacity(cpu=self.cpu, memory=self.memory, gpus=self.gpus),
+        )
 
     def argv(self) -> list[str]:
-        args = ["--state-dir", str(self.state_dir), "--port", str(self.port), "--cpu", self.cpu,
-                "--memory", self.memory, "--gpus", str(self.gpus)]
+        args = [
+            "--state-dir",
+            str(self.state_dir),
+            "--port",
+            str(self.port),
+            "--cpu",
+            self.cpu,
+            "--memory",
+            self.memory,
+            "--gpus",
+            str(self.gpus),
+        ]
         return args + ([] if self.tls else ["--no-tls"])
 
 
@@ -75,22 +91,26 @@ def pid_of(state_dir: Path) -> int | None:
 
 def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
     """Start the server as a detached process; return the kubeconfig path once it answers."""
-    if pid_of(options.state_dir) is not None:
-        if ping(options.state_dir):
-            return options.state_dir / "kubeconfig"
+    if pid_of(options.state_dir) is not None and ping(options.state_dir):
+        return options.state_dir / "kubeconfig"
     options.state_dir.mkdir(parents=True, exist_ok=True)
     (options.state_dir / "kubeconfig").unlink(missing_ok=True)
     log = open(options.state_dir / "server.log", "ab")  # noqa: SIM115 - handed to the child
     subprocess.Popen(
         [sys.executable, "-m", "airflow_k8s_ml.local_cluster", "serve", *options.argv()],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
+        start_new_session=True,
     )
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if ping(options.state_dir):
             return options.state_dir / "kubeconfig"
         time.sleep(0.1)
-    raise RuntimeError(f"local cluster did not become ready in {timeout:.0f}s; see {options.state_dir}/server.log")
+    raise RuntimeError(
+        f"local cluster did not become ready in {timeout:.0f}s; see {options.state_dir}/server.log"
+    )
 
 
 def stop_background(state_dir: Path, timeout: float = 40.0) -> bool:
@@ -130,8 +150,12 @@ def request(state_dir: Path, path: str, method: str = "GET", body: dict | None =
         raise RuntimeError("local cluster is not running")
     server, token, ctx = endpoint
     data = json.dumps(body).encode() if body is not None else None
-    req = urllib.request.Request(server + path, data=data, method=method,
-                                 headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+    req = urllib.request.Request(
+        server + path,
+        data=data,
+        method=method,
+        headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(req, context=ctx, timeout=10) as resp:
         raw = resp.read()
     try:

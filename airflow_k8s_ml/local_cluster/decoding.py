@@ -59,8 +59,9 @@ def decode_body(raw: bytes, content_type: str) -> Decoded:
     return Decoded(body, duplicates)
 
 
-def check_fields(obj: dict[str, Any], api_version: str, kind: str, mode: str | None,
-                 duplicates: list[str]) -> tuple[dict[str, Any], list[str]]:
+def check_fields(
+    obj: dict[str, Any], api_version: str, kind: str, mode: str | None, duplicates: list[str]
+) -> tuple[dict[str, Any], list[str]]:
     """Apply ``fieldValidation``: returns (pruned object, warnings); Strict raises 400 like upstream:
     ``strict decoding error: unknown field "spec.foo"``."""
     schema = schema_for(api_version, kind)

@@ -93,8 +93,13 @@ def _verbs(rt: ResourceType) -> tuple[str, ...]:
 
 
 def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
-    entry: dict[str, Any] = {"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
-                             "kind": rt.kind, "verbs": ["get", "patch", "update"]}
+    entry: dict[str, Any] = {
+        "name": f"{rt.plural}/{sub}",
+        "singularName": "",
+        "namespaced": rt.namespaced,
+        "kind": rt.kind,
+        "verbs": ["get", "patch", "update"],
+    }
     if sub == "log":
         entry.update(kind="Pod", verbs=["get"])
     elif sub == "scale":
@@ -130,8 +135,11 @@ def openapi_document(group: str, version: str) -> dict[str, Any] | None:
     for rt in types:
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         base = f"/{_gv_path(group, version)}"
-        item = f"{base}/namespaces/{{namespace}}/{rt.plural}/{{name}}" if rt.namespaced else \
-            f"{base}/{rt.plural}/{{name}}"
+        item = (
+            f"{base}/namespaces/{{namespace}}/{rt.plural}/{{name}}"
+            if rt.namespaced
+            else f"{base}/{rt.plural}/{{name}}"
+        )
         collection = item.rsplit("/", 1)[0]
         params = [
             {"name": "dryRun", "in": "query", "schema": {"type": "string"}},
@@ -139,8 +147,11 @@ def openapi_document(group: str, version: str) -> dict[str, Any] | None:
             {"name": "fieldValidation", "in": "query", "schema": {"type": "string"}},
         ]
         ref = {"$ref": f"#/components/schemas/{_schema_name(rt)}"}
-        op = {"x-kubernetes-group-version-kind": gvk, "parameters": params,
-              "responses": {"200": {"content": {"application/json": {"schema": ref}}}}}
+        op = {
+            "x-kubernetes-group-version-kind": gvk,
+            "parameters": params,
+            "responses": {"200": {"content": {"application/json": {"schema": ref}}}},
+        }
         paths[item] = {
             "get": {**op, "operationId": f"read{rt.kind}", "x-kubernetes-action": "get"},
             "put": {**op, "operationId": f"replace{rt.kind}", "x-kubernetes-action": "put"},
@@ -151,9 +162,13 @@ def openapi_document(group: str, version: str) -> dict[str, Any] | None:
         schemas[_schema_name(rt)] = {
             "type": "object",
             "x-kubernetes-group-version-kind": [gvk],
-            "properties": {"apiVersion": {"type": "string"}, "kind": {"type": "string"},
-                           "metadata": {"type": "object"}, "spec": {"type": "object"},
-                           "status": {"type": "object"}},
+            "properties": {
+                "apiVersion": {"type": "string"},
+                "kind": {"type": "string"},
+                "metadata": {"type": "object"},
+                "spec": {"type": "object"},
+                "status": {"type": "object"},
+            },
         }
     return {
         "openapi": "3.0.0",

@@ -1,7 +1,8 @@
 """Typed API errors of the local cluster, rendered to Kubernetes ``Status`` objects in exactly one place.
 
 Handlers and the store raise :class:`ApiError` (through the constructors below); the server turns it into the
-``{"kind": "Status", ...}`` body a real kube-apiserver sends, with the same reasons, codes and messages, because
+``{"kind": "Status", ...}`` body a real kube-apiserver sends, with the same reasons, codes and messages,
+because
 clients (kubectl, the Python clients, Airflow's hooks) branch on them.
 """
 
@@ -48,7 +49,9 @@ def _qualified(plural: str, group: str) -> str:
     return f"{plural}.{group}" if group else plural
 
 
-def _details(name: str, group: str, plural: str, causes: list[dict[str, str]] | None = None) -> dict[str, Any]:
+def _details(
+    name: str, group: str, plural: str, causes: list[dict[str, str]] | None = None
+) -> dict[str, Any]:
     details: dict[str, Any] = {"name": name, "kind": plural}
     if group:
         details["group"] = group
@@ -74,7 +77,8 @@ def already_exists(group: str, plural: str, name: str) -> ApiError:
 
 def conflict(group: str, plural: str, name: str) -> ApiError:
     message = (
-        f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": the object has been modified; '
+        f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": '
+        "the object has been modified; "
         "please apply your changes to the latest version and try again"
     )
     return ApiError(409, "Conflict", message, _details(name, group, plural))
@@ -87,13 +91,16 @@ def invalid(kind: str, group: str, plural: str, name: str, causes: list[tuple[st
     summary = ", ".join(f"{field}: {message}" for field, _, message in causes)
     if len(causes) > 1:
         summary = "[" + summary + "]"
-    cause_dicts = [{"reason": reason, "message": message, "field": field} for field, reason, message in causes]
+    cause_dicts = [
+        {"reason": reason, "message": message, "field": field} for field, reason, message in causes
+    ]
     return ApiError(
         422,
         "Invalid",
         f'{qualified_kind} "{name}" is invalid: {summary}',
-        {"name": name, "group": group, "kind": kind, "causes": cause_dicts} if group else
-        {"name": name, "kind": kind, "causes": cause_dicts},
+        {"name": name, "group": group, "kind": kind, "causes": cause_dicts}
+        if group
+        else {"name": name, "kind": kind, "causes": cause_dicts},
     )
 
 
@@ -101,7 +108,9 @@ def bad_request(message: str) -> ApiError:
     return ApiError(400, "BadRequest", message)
 
 
-def method_not_allowed(message: str = "the server does not allow this method on the requested resource") -> ApiError:
+def method_not_allowed(
+    message: str = "the server does not allow this method on the requested resource",
+) -> ApiError:
     return ApiError(405, "MethodNotAllowed", message)
 
 
@@ -109,8 +118,9 @@ def unsupported_media_type(content_type: str) -> ApiError:
     return ApiError(
         415,
         "UnsupportedMediaType",
-        f'the body of the request was in an unknown format - accepted media types include: '
-        f'application/json, application/yaml (got "{content_type}"; the local cluster speaks JSON only, not protobuf)',
+        f"the body of the request was in an unknown format - accepted media types include: "
+        f'application/json, application/yaml (got "{content_type}"; '
+        "the local cluster speaks JSON only, not protobuf)",
     )
 
 

@@ -29,6 +29,7 @@ class EventRecorder:
         now = self._clock()
         existing = self._index.get(key)
         if existing is not None:
+
             def bump(ev: dict[str, Any]) -> None:
                 ev["count"] = ev.get("count", 1) + 1
                 ev["lastTimestamp"] = rfc3339(now)
@@ -39,8 +40,11 @@ class EventRecorder:
         event = {
             "metadata": {"name": name, "namespace": namespace},
             "involvedObject": {
-                "kind": obj.get("kind"), "namespace": meta.get("namespace"), "name": meta["name"],
-                "uid": meta.get("uid"), "apiVersion": obj.get("apiVersion"),
+                "kind": obj.get("kind"),
+                "namespace": meta.get("namespace"),
+                "name": meta["name"],
+                "uid": meta.get("uid"),
+                "apiVersion": obj.get("apiVersion"),
                 "resourceVersion": meta.get("resourceVersion"),
             },
             "reason": reason,

@@ -22,7 +22,7 @@ class Metrics:
 
     def render(self) -> str:
         lines = [
-            "# HELP apiserver_request_total Counter of apiserver requests broken out by verb, resource and code.",
+            "# HELP apiserver_request_total Counter of apiserver requests by verb, resource and code.",
             "# TYPE apiserver_request_total counter",
         ]
         for (verb, resource, code), n in sorted(self.requests.items()):

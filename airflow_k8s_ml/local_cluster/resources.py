@@ -52,22 +52,43 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "events", "Event", short_names=("ev",), subresources=(), categories=()),
     ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",), subresources=(), categories=()),
     ResourceType("", "v1", "secrets", "Secret", subresources=(), categories=()),
-    ResourceType("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), categories=()),
-    ResourceType("", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), subresources=(), categories=()),
+    ResourceType(
+        "", "v1", "persistentvolumeclaims", "PersistentVolumeClaim", short_names=("pvc",), categories=()
+    ),
+    ResourceType(
+        "", "v1", "serviceaccounts", "ServiceAccount", short_names=("sa",), subresources=(), categories=()
+    ),
     ResourceType("", "v1", "nodes", "Node", namespaced=False, short_names=("no",), categories=()),
     ResourceType("batch", "v1", "jobs", "Job", default_propagation="Orphan"),
     ResourceType("batch", "v1", "cronjobs", "CronJob", short_names=("cj",)),
-    ResourceType("apps", "v1", "deployments", "Deployment", short_names=("deploy",), subresources=("status", "scale")),
-    ResourceType("apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=("status", "scale")),
-    ResourceType("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short_names=("hpa",)),
     ResourceType(
-        "autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler",
-        short_names=("hpa",), storage_version="v2",
+        "apps", "v1", "deployments", "Deployment", short_names=("deploy",), subresources=("status", "scale")
     ),
-    ResourceType("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), categories=()),
     ResourceType(
-        "networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", short_names=("netpol",),
-        subresources=(), categories=(),
+        "apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=("status", "scale")
+    ),
+    ResourceType(
+        "autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler", short_names=("hpa",)
+    ),
+    ResourceType(
+        "autoscaling",
+        "v1",
+        "horizontalpodautoscalers",
+        "HorizontalPodAutoscaler",
+        short_names=("hpa",),
+        storage_version="v2",
+    ),
+    ResourceType(
+        "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), categories=()
+    ),
+    ResourceType(
+        "networking.k8s.io",
+        "v1",
+        "networkpolicies",
+        "NetworkPolicy",
+        short_names=("netpol",),
+        subresources=(),
+        categories=(),
     ),
     ResourceType("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", categories=("all", "kubeflow")),
 )

@@ -44,7 +44,11 @@ def parse(path: str) -> Target | GroupVersion | None:
     if not rest:
         return GroupVersion(group, version)
     namespace: str | None = None
-    if rest[0] == "namespaces" and len(rest) >= 3 and not (group == "" and rest[2] in _NAMESPACE_SUBRESOURCES):
+    if (
+        rest[0] == "namespaces"
+        and len(rest) >= 3
+        and not (group == "" and rest[2] in _NAMESPACE_SUBRESOURCES)
+    ):
         namespace, rest = rest[1], rest[2:]
     plural, rest = rest[0], rest[1:]
     name = rest[0] if rest else None
@@ -52,4 +56,6 @@ def parse(path: str) -> Target | GroupVersion | None:
     subpath = "/".join(rest[2:]) if len(rest) > 2 else ""
     if path.endswith("/") and subresource == "proxy":
         subpath += "/"
-    return Target(group, version, lookup(group, version, plural), plural, namespace, name, subresource, subpath)
+    return Target(
+        group, version, lookup(group, version, plural), plural, namespace, name, subresource, subpath
+    )

@@ -66,8 +66,11 @@ CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
             "suspend": LEAF,
             "managedBy": LEAF,
             "schedulingPolicy": {
-                "minAvailable": LEAF, "queue": LEAF, "minResources": ("map", LEAF),
-                "priorityClass": LEAF, "scheduleTimeoutSeconds": LEAF,
+                "minAvailable": LEAF,
+                "queue": LEAF,
+                "minResources": ("map", LEAF),
+                "priorityClass": LEAF,
+                "scheduleTimeoutSeconds": LEAF,
             },
         },
         "elasticPolicy": ("map", LEAF),

@@ -9,6 +9,8 @@ controllers register, so this module knows no kind-specific rule.
 from __future__ import annotations
 
 import asyncio
+import builtins
+import contextlib
 import copy
 import json
 import secrets
@@ -45,7 +47,11 @@ def json_response(body: Any, status: int = 200, headers: dict[str, str] | None =
 
 
 def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
-    details: dict[str, Any] = {"name": obj["metadata"]["name"], "kind": rt.plural, "uid": obj["metadata"]["uid"]}
+    details: dict[str, Any] = {
+        "name": obj["metadata"]["name"],
+        "kind": rt.plural,
+        "uid": obj["metadata"]["uid"],
+    }
     if rt.group:
         details["group"] = rt.group
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
@@ -62,8 +68,9 @@ class ApiServer:
         self._watch_tasks: set[asyncio.Task[Any]] = set()
 
     def app(self) -> web.Application:
-        app = web.Application(middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw],
-                              client_max_size=64 * 1024 * 1024)
+        app = web.Application(
+            middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw], client_max_size=64 * 1024 * 1024
+        )
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         return app
 
@@ -103,8 +110,11 @@ class ApiServer:
             return json_response(errors.bad_request(str(exc)).status(), 400)
         except PatchError as exc:
             code = getattr(exc, "code", 422)
-            err = errors.unsupported_media_type(getattr(exc, "content_type", "") or str(exc)) if code == 415 else errors.ApiError(
-                code, "BadRequest" if code == 400 else "Invalid", str(exc))
+            err = (
+                errors.unsupported_media_type(getattr(exc, "content_type", "") or str(exc))
+                if code == 415
+                else errors.ApiError(code, "BadRequest" if code == 400 else "Invalid", str(exc))
+            )
             return json_response(err.status(), err.code)
 
     @staticmethod
@@ -128,9 +138,9 @@ class ApiServer:
         if fixed is not None:
             return await fixed(request)
         if path.startswith("/openapi/v3/"):
-            return self._openapi_doc(path[len("/openapi/v3/"):])
+            return self._openapi_doc(path[len("/openapi/v3/") :])
         if path.startswith("/admin/"):
-            return await self.cluster.admin(request, path[len("/admin/"):])
+            return await self.cluster.admin(request, path[len("/admin/") :])
         target = routing.parse(request.path)
         if isinstance(target, routing.GroupVersion):
             doc = discovery.resource_list(target.group, target.version)
@@ -213,8 +223,14 @@ class ApiServer:
         items = [self.cluster.present(rt, o) for o in items if matches(o)]
         if tables.wants_table(request.headers.get("Accept", "")):
             return json_response(tables.to_table(items, rt.kind, str(rv)))
-        return json_response({"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(rv)}, "items": items})
+        return json_response(
+            {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": items,
+            }
+        )
 
     async def create(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -223,7 +239,8 @@ class ApiServer:
         if rt.namespaced:
             if meta.get("namespace") and target.namespace and meta["namespace"] != target.namespace:
                 raise errors.bad_request(
-                    "the namespace of the provided object does not match the namespace sent on the request")
+                    "the namespace of the provided object does not match the namespace sent on the request"
+                )
             meta["namespace"] = target.namespace or meta.get("namespace") or "default"
         obj.pop("status", None) if rt.plural not in ("events",) else None
         obj = self.cluster.admit(rt, obj, None)
@@ -236,15 +253,17 @@ class ApiServer:
         meta = obj.setdefault("metadata", {})
         if meta.get("name") and meta["name"] != target.name:
             raise errors.bad_request(
-                f'the name of the object ({meta["name"]}) does not match the name on the URL ({target.name})')
+                f"the name of the object ({meta['name']}) does not match the name on the URL ({target.name})"
+            )
         meta["name"] = target.name
         if rt.namespaced:
             meta["namespace"] = target.namespace
         old = self.store.get(rt, target.namespace or "", target.name or "")
         if target.subresource != "status":
             obj = self.cluster.admit(rt, obj, old)
-        updated = self.store.update(rt, self.cluster.to_storage(rt, obj), subresource=target.subresource,
-                                    dry_run=_dry_run(request))
+        updated = self.store.update(
+            rt, self.cluster.to_storage(rt, obj), subresource=target.subresource, dry_run=_dry_run(request)
+        )
         return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
 
     async def patch(self, request: web.Request, target: routing.Target) -> web.Response:
@@ -261,20 +280,28 @@ class ApiServer:
         patched = apply_patch(presented, raw, content_type, rt.kind)
         if not isinstance(patched, dict):
             raise errors.bad_request("patch did not produce an object")
-        patched, warnings = check_fields(patched, rt.api_version, rt.kind,
-                                         request.query.get("fieldValidation"), [])
+        patched, warnings = check_fields(
+            patched, rt.api_version, rt.kind, request.query.get("fieldValidation"), []
+        )
         meta = patched.setdefault("metadata", {})
         meta["name"], meta["uid"] = name, current["metadata"]["uid"]
         if rt.namespaced:
             meta["namespace"] = namespace
-        if meta.get("resourceVersion") != current["metadata"]["resourceVersion"] and \
-                meta.get("resourceVersion") is not None and _patch_sets_rv(raw, content_type):
+        if (
+            meta.get("resourceVersion") != current["metadata"]["resourceVersion"]
+            and meta.get("resourceVersion") is not None
+            and _patch_sets_rv(raw, content_type)
+        ):
             raise errors.conflict(rt.group, rt.plural, name)
         meta["resourceVersion"] = current["metadata"]["resourceVersion"]
         if target.subresource != "status":
             patched = self.cluster.admit(rt, patched, presented)
-        updated = self.store.update(rt, self.cluster.to_storage(rt, patched), subresource=target.subresource,
-                                    dry_run=_dry_run(request))
+        updated = self.store.update(
+            rt,
+            self.cluster.to_storage(rt, patched),
+            subresource=target.subresource,
+            dry_run=_dry_run(request),
+        )
         return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
 
     async def _apply_create(self, request: web.Request, target: routing.Target, raw: bytes) -> web.Response:
@@ -292,7 +319,9 @@ class ApiServer:
         rt = _rt(target)
         options = await self._delete_options(request)
         gone, obj = self.store.delete(
-            rt, target.namespace or "", target.name or "",
+            rt,
+            target.namespace or "",
+            target.name or "",
             propagation=options.get("propagationPolicy"),
             grace_period=options.get("gracePeriodSeconds"),
             precondition_uid=(options.get("preconditions") or {}).get("uid"),
@@ -314,15 +343,25 @@ class ApiServer:
         for obj in items:
             if matches(obj):
                 try:
-                    _, last = self.store.delete(rt, obj["metadata"].get("namespace", ""), obj["metadata"]["name"],
-                                                propagation=options.get("propagationPolicy"),
-                                                grace_period=options.get("gracePeriodSeconds"))
+                    _, last = self.store.delete(
+                        rt,
+                        obj["metadata"].get("namespace", ""),
+                        obj["metadata"]["name"],
+                        propagation=options.get("propagationPolicy"),
+                        grace_period=options.get("gracePeriodSeconds"),
+                    )
                     deleted.append(self.cluster.present(rt, last))
                 except errors.ApiError as exc:
                     if exc.code != 404:
                         raise
-        return json_response({"kind": f"{rt.kind}List", "apiVersion": rt.api_version,
-                              "metadata": {"resourceVersion": str(rv)}, "items": deleted})
+        return json_response(
+            {
+                "kind": f"{rt.kind}List",
+                "apiVersion": rt.api_version,
+                "metadata": {"resourceVersion": str(rv)},
+                "items": deleted,
+            }
+        )
 
     # -- watch -------------------------------------------------------------------------------------
     async def watch(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
@@ -379,8 +418,14 @@ class ApiServer:
                     if deadline is not None and now >= deadline:
                         break
                     if next_bookmark is not None and now >= next_bookmark and bookmark_every:
-                        await send("BOOKMARK", {"kind": rt.kind, "apiVersion": rt.api_version,
-                                                "metadata": {"resourceVersion": str(self.store.resource_version)}})
+                        await send(
+                            "BOOKMARK",
+                            {
+                                "kind": rt.kind,
+                                "apiVersion": rt.api_version,
+                                "metadata": {"resourceVersion": str(self.store.resource_version)},
+                            },
+                        )
                         next_bookmark = now + bookmark_every
                     continue
                 if change is None:
@@ -391,14 +436,17 @@ class ApiServer:
         finally:
             self.store.stop_watch(w)
             self.cluster.metrics.longrunning[rt.plural] -= 1
-        try:
+        with contextlib.suppress(ConnectionResetError, RuntimeError):
             await response.write_eof()
-        except (ConnectionResetError, RuntimeError):
-            pass
         return response
 
-    async def _send_change(self, send: Callable[[str, Obj], Awaitable[None]], rt: ResourceType, change: Change,
-                           matches: Callable[[Obj], bool]) -> None:
+    async def _send_change(
+        self,
+        send: Callable[[str, Obj], Awaitable[None]],
+        rt: ResourceType,
+        change: Change,
+        matches: Callable[[Obj], bool],
+    ) -> None:
         """Selector transitions: an object that stops matching is DELETED, one that starts is ADDED."""
         now_matches = matches(change.obj)
         was_matching = change.old is not None and matches(change.old)
@@ -437,9 +485,13 @@ class ApiServer:
         if kind != rt.kind or api_version != rt.api_version:
             raise errors.bad_request(
                 f"the API version in the data ({api_version}) does not match the expected API version "
-                f"({rt.api_version})" if api_version != rt.api_version else
-                f'Object kind "{kind}" does not match the resource "{rt.plural}" ({rt.kind})')
-        return check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), decoded.duplicates)
+                f"({rt.api_version})"
+                if api_version != rt.api_version
+                else f'Object kind "{kind}" does not match the resource "{rt.plural}" ({rt.kind})'
+            )
+        return check_fields(
+            obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), decoded.duplicates
+        )
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         options: dict[str, Any] = {}
@@ -476,7 +528,7 @@ def _dry_run(request: web.Request) -> bool:
     return request.query.get("dryRun") == "All"
 
 
-def _warning_headers(warnings: list[str]) -> dict[str, str] | None:
+def _warning_headers(warnings: builtins.list[str]) -> dict[str, str] | None:
     if not warnings:
         return None
     return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}

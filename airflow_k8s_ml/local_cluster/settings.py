@@ -53,7 +53,7 @@ class ClusterSettings:
     # Probe period multiplier: 1.0 = real periods; tests shrink.
     probe_time_scale: float = 1.0
     # Clock for controllers (CronJob schedules, TTLs); tests inject a fake one.
-    clock: "Clock" = field(default_factory=lambda: Clock())
+    clock: Clock = field(default_factory=lambda: Clock())
 
 
 class Clock:

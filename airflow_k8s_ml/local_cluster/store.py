@@ -8,6 +8,7 @@ which is exactly the consistency a real apiserver gives (no gap, no duplicate).
 from __future__ import annotations
 
 import asyncio
+import builtins
 import copy
 import itertools
 import time
@@ -57,7 +58,7 @@ class Store:
         self._objects: dict[tuple[str, str], dict[Key, Obj]] = {}
         self._history: deque[Change] = deque(maxlen=history)
         self._watches: set[Watch] = set()
-        self._listeners: list[Callable[[Change], None]] = []
+        self._listeners: builtins.list[Callable[[Change], None]] = []
         self._clock = clock
         self._uid_index: dict[str, tuple[tuple[str, str], Key]] = {}
 
@@ -80,7 +81,7 @@ class Store:
         obj = self._bucket(rt).get(self._key(rt, namespace, name))
         return copy.deepcopy(obj) if obj is not None else None
 
-    def list(self, rt: ResourceType, namespace: str | None = None) -> tuple[list[Obj], int]:
+    def list(self, rt: ResourceType, namespace: str | None = None) -> tuple[builtins.list[Obj], int]:
         return [copy.deepcopy(o) for o in self.iter(rt, namespace)], self._rv
 
     def iter(self, rt: ResourceType, namespace: str | None = None) -> Iterator[Obj]:
@@ -95,7 +96,7 @@ class Store:
             return None
         return self._objects.get(where[0], {}).get(where[1])
 
-    def dependents_of(self, uid: str) -> list[tuple[tuple[str, str], Obj]]:
+    def dependents_of(self, uid: str) -> builtins.list[tuple[tuple[str, str], Obj]]:
         found = []
         for storage_key, bucket in self._objects.items():
             for obj in bucket.values():
@@ -118,7 +119,10 @@ class Store:
         name = meta.get("name")
         if not name:
             raise errors.invalid(
-                rt.kind, rt.group, rt.plural, "",
+                rt.kind,
+                rt.group,
+                rt.plural,
+                "",
                 [("metadata.name", "FieldValueRequired", "Required value: name or generateName is required")],
             )
         namespace = meta.get("namespace", "") if rt.namespaced else ""
@@ -130,7 +134,9 @@ class Store:
         bucket = self._bucket(rt)
         if key in bucket:
             raise errors.already_exists(rt.group, rt.plural, name)
-        obj["apiVersion"] = rt.api_version if rt.storage_version is None else f"{rt.group}/{rt.storage_version}"
+        obj["apiVersion"] = (
+            rt.api_version if rt.storage_version is None else f"{rt.group}/{rt.storage_version}"
+        )
         obj["kind"] = rt.kind
         meta["uid"] = meta.get("uid") or new_uid()  # the cluster assigns it before admission (create)
         meta["creationTimestamp"] = rfc3339(self._clock())
@@ -143,7 +149,9 @@ class Store:
         self._commit("ADDED", rt, key, obj, None)
         return copy.deepcopy(obj)
 
-    def update(self, rt: ResourceType, obj: Obj, *, subresource: str | None = None, dry_run: bool = False) -> Obj:
+    def update(
+        self, rt: ResourceType, obj: Obj, *, subresource: str | None = None, dry_run: bool = False
+    ) -> Obj:
         """Replace an object (PUT semantics). Status is written only through ``subresource='status'`` and
         everything else only without it, like the real registry strategies do."""
         meta = obj.get("metadata") or {}
@@ -212,9 +220,10 @@ class Store:
             raise errors.not_found(rt.group, rt.plural, name)
         if precondition_uid and precondition_uid != current["metadata"]["uid"]:
             raise errors.ApiError(
-                409, "Conflict",
+                409,
+                "Conflict",
                 f'Operation cannot be fulfilled on {rt.qualified} "{name}": Precondition failed: '
-                f'UID in precondition: {precondition_uid}, UID in object meta: {current["metadata"]["uid"]}',
+                f"UID in precondition: {precondition_uid}, UID in object meta: {current['metadata']['uid']}",
             )
         if precondition_rv and precondition_rv != current["metadata"]["resourceVersion"]:
             raise errors.conflict(rt.group, rt.plural, name)
@@ -231,8 +240,11 @@ class Store:
             if FOREGROUND_FINALIZER not in finalizers:
                 finalizers.append(FOREGROUND_FINALIZER)
         if rt.plural == "pods" and self._needs_graceful_stop(current, grace_period):
-            grace = grace_period if grace_period is not None else current["spec"].get(
-                "terminationGracePeriodSeconds", 30)
+            grace = (
+                grace_period
+                if grace_period is not None
+                else current["spec"].get("terminationGracePeriodSeconds", 30)
+            )
             meta.setdefault("deletionTimestamp", now)
             meta["deletionGracePeriodSeconds"] = grace
             self._commit("MODIFIED", rt, key, new, current)
@@ -254,13 +266,15 @@ class Store:
         return True, copy.deepcopy(new)
 
     # -- watching ----------------------------------------------------------------------------------
-    def watch(self, rt: ResourceType, namespace: str | None, since: int | None) -> tuple[Watch, list[Change]]:
+    def watch(
+        self, rt: ResourceType, namespace: str | None, since: int | None
+    ) -> tuple[Watch, builtins.list[Change]]:
         """Register a watch. ``since=None`` means "from now"; a resourceVersion older than the retained
         history raises 410 Expired (the server sends it as an ERROR event)."""
         if since is not None and since < self._floor:
             raise errors.expired(str(since), self._floor)
         w = Watch(rt.storage_key, namespace)
-        backlog = []
+        backlog: builtins.list[Change] = []
         if since is not None:
             backlog = [c for c in self._history if c.rv > since and self._concerns(w, c)]
         self._watches.add(w)
@@ -298,13 +312,16 @@ class Store:
 
     def _require_namespace(self, namespace: str) -> None:
         if not namespace:
-            raise errors.bad_request("the namespace of the provided object does not match the namespace sent on the request")
+            raise errors.bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request"
+            )
         ns = self._objects.get(("", "namespaces"), {}).get(("", namespace))
         if ns is None:
             raise errors.not_found("", "namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
             raise errors.ApiError(
-                403, "Forbidden",
+                403,
+                "Forbidden",
                 f"unable to create new content in namespace {namespace} because it is being terminated",
             )
 
@@ -345,8 +362,11 @@ class Store:
     def _finalized(obj: Obj) -> bool:
         meta = obj["metadata"]
         # A pod goes only once the kubelet confirmed (grace period 0), as upstream's ShouldDeleteDuringUpdate.
-        return bool(meta.get("deletionTimestamp")) and not meta.get("finalizers") and (
-            obj.get("kind") != "Pod" or meta.get("deletionGracePeriodSeconds") == 0)
+        return (
+            bool(meta.get("deletionTimestamp"))
+            and not meta.get("finalizers")
+            and (obj.get("kind") != "Pod" or meta.get("deletionGracePeriodSeconds") == 0)
+        )
 
     @staticmethod
     def _needs_graceful_stop(pod: Obj, grace_period: int | None) -> bool:
@@ -378,7 +398,9 @@ class Store:
     def _commit(self, type_: str, rt: ResourceType, key: Key, obj: Obj, old: Obj | None) -> None:
         self._commit_key(type_, rt.storage_key, key, obj, old)
 
-    def _commit_key(self, type_: str, storage_key: tuple[str, str], key: Key, obj: Obj, old: Obj | None) -> None:
+    def _commit_key(
+        self, type_: str, storage_key: tuple[str, str], key: Key, obj: Obj, old: Obj | None
+    ) -> None:
         self._rv += 1
         obj["metadata"]["resourceVersion"] = str(self._rv)
         bucket = self._objects.setdefault(storage_key, {})
@@ -401,7 +423,9 @@ class Store:
 
     @staticmethod
     def _concerns(w: Watch, change: Change) -> bool:
-        return w.storage_key == change.storage_key and (w.namespace is None or w.namespace == change.namespace)
+        return w.storage_key == change.storage_key and (
+            w.namespace is None or w.namespace == change.namespace
+        )
 
 
 def _spec_of(obj: Obj) -> dict[str, Any]:

@@ -34,10 +34,19 @@ def _age(obj: Obj) -> str:
 
 def _job_status(obj: Obj) -> str:
     for cond in reversed(obj.get("status", {}).get("conditions") or []):
-        if cond.get("status") == "True" and cond["type"] in ("Complete", "Failed", "Suspended", "FailureTarget",
-                                                              "SuccessCriteriaMet"):
-            return {"Failed": "Failed", "FailureTarget": "FailureTarget", "Suspended": "Suspended",
-                    "SuccessCriteriaMet": "SuccessCriteriaMet"}.get(cond["type"], "Complete")
+        if cond.get("status") == "True" and cond["type"] in (
+            "Complete",
+            "Failed",
+            "Suspended",
+            "FailureTarget",
+            "SuccessCriteriaMet",
+        ):
+            return {
+                "Failed": "Failed",
+                "FailureTarget": "FailureTarget",
+                "Suspended": "Suspended",
+                "SuccessCriteriaMet": "SuccessCriteriaMet",
+            }.get(cond["type"], "Complete")
     return "Running"
 
 
@@ -80,38 +89,64 @@ def _last_condition(obj: Obj) -> str:
 Column = tuple[str, str, Callable[[Obj], Any]]
 
 COLUMNS: dict[str, list[Column]] = {
-    "Pod": [("Ready", "string", _pod_ready), ("Status", "string", _pod_status),
-            ("Restarts", "integer", _restarts), ("Age", "string", _age),
-            ("IP", "string", lambda o: o.get("status", {}).get("podIP", "<none>"))],
-    "Job": [("Status", "string", _job_status),
-            ("Completions", "string", lambda o: f"{o.get('status', {}).get('succeeded', 0)}/"
-                                                f"{o.get('spec', {}).get('completions', 1)}"),
-            ("Duration", "string", _job_duration), ("Age", "string", _age)],
-    "CronJob": [("Schedule", "string", lambda o: o["spec"].get("schedule", "")),
-                ("Timezone", "string", lambda o: o["spec"].get("timeZone", "<none>")),
-                ("Suspend", "boolean", lambda o: bool(o["spec"].get("suspend", False))),
-                ("Active", "integer", lambda o: len(o.get("status", {}).get("active") or [])),
-                ("Last Schedule", "string", lambda o: o.get("status", {}).get("lastScheduleTime", "<none>")),
-                ("Age", "string", _age)],
+    "Pod": [
+        ("Ready", "string", _pod_ready),
+        ("Status", "string", _pod_status),
+        ("Restarts", "integer", _restarts),
+        ("Age", "string", _age),
+        ("IP", "string", lambda o: o.get("status", {}).get("podIP", "<none>")),
+    ],
+    "Job": [
+        ("Status", "string", _job_status),
+        (
+            "Completions",
+            "string",
+            lambda o: f"{o.get('status', {}).get('succeeded', 0)}/{o.get('spec', {}).get('completions', 1)}",
+        ),
+        ("Duration", "string", _job_duration),
+        ("Age", "string", _age),
+    ],
+    "CronJob": [
+        ("Schedule", "string", lambda o: o["spec"].get("schedule", "")),
+        ("Timezone", "string", lambda o: o["spec"].get("timeZone", "<none>")),
+        ("Suspend", "boolean", lambda o: bool(o["spec"].get("suspend", False))),
+        ("Active", "integer", lambda o: len(o.get("status", {}).get("active") or [])),
+        ("Last Schedule", "string", lambda o: o.get("status", {}).get("lastScheduleTime", "<none>")),
+        ("Age", "string", _age),
+    ],
     "PyTorchJob": [("State", "string", _last_condition), ("Age", "string", _age)],
-    "Deployment": [("Ready", "string", lambda o: f"{o.get('status', {}).get('readyReplicas', 0)}/"
-                                                 f"{o['spec'].get('replicas', 1)}"),
-                   ("Up-to-date", "integer", lambda o: o.get("status", {}).get("updatedReplicas", 0)),
-                   ("Available", "integer", lambda o: o.get("status", {}).get("availableReplicas", 0)),
-                   ("Age", "string", _age)],
-    "Service": [("Type", "string", lambda o: o["spec"].get("type", "ClusterIP")),
-                ("Cluster-IP", "string", lambda o: o["spec"].get("clusterIP", "")),
-                ("Age", "string", _age)],
+    "Deployment": [
+        (
+            "Ready",
+            "string",
+            lambda o: f"{o.get('status', {}).get('readyReplicas', 0)}/{o['spec'].get('replicas', 1)}",
+        ),
+        ("Up-to-date", "integer", lambda o: o.get("status", {}).get("updatedReplicas", 0)),
+        ("Available", "integer", lambda o: o.get("status", {}).get("availableReplicas", 0)),
+        ("Age", "string", _age),
+    ],
+    "Service": [
+        ("Type", "string", lambda o: o["spec"].get("type", "ClusterIP")),
+        ("Cluster-IP", "string", lambda o: o["spec"].get("clusterIP", "")),
+        ("Age", "string", _age),
+    ],
 }
 
 
 def to_table(items: list[Obj], kind: str, resource_version: str) -> Obj:
     columns = COLUMNS.get(kind, [("Age", "string", _age)])
     definitions = [{"name": "Name", "type": "string", "format": "name", "description": "Name", "priority": 0}]
-    definitions += [{"name": n, "type": t, "format": "", "description": n, "priority": 0} for n, t, _ in columns]
+    definitions += [
+        {"name": n, "type": t, "format": "", "description": n, "priority": 0} for n, t, _ in columns
+    ]
     rows = [{"cells": [o["metadata"]["name"], *[fn(o) for _, _, fn in columns]], "object": o} for o in items]
-    return {"kind": "Table", "apiVersion": "meta.k8s.io/v1", "metadata": {"resourceVersion": resource_version},
-            "columnDefinitions": definitions, "rows": rows}
+    return {
+        "kind": "Table",
+        "apiVersion": "meta.k8s.io/v1",
+        "metadata": {"resourceVersion": resource_version},
+        "columnDefinitions": definitions,
+        "rows": rows,
+    }
 
 
 def wants_table(accept: str) -> bool:

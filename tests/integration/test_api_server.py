@@ -48,27 +48,37 @@ def test_crud_round_trip(core: client.CoreV1Api, namespace: str) -> None:
     assert err.value.status == 404
 
 
-def test_error_bodies_are_real_status_objects(core: client.CoreV1Api, batch: client.BatchV1Api,
-                                              namespace: str) -> None:
+def test_error_bodies_are_real_status_objects(
+    core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
     core.create_namespaced_config_map(namespace, _cm("dup"))
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_config_map(namespace, _cm("dup"))
     body = _body(err.value)
     assert (err.value.status, body["reason"], body["message"]) == (
-        409, "AlreadyExists", 'configmaps "dup" already exists')
+        409,
+        "AlreadyExists",
+        'configmaps "dup" already exists',
+    )
     assert body["kind"] == "Status" and body["details"] == {"name": "dup", "kind": "configmaps"}
 
     with pytest.raises(client.ApiException) as err:
         batch.read_namespaced_job("pi", namespace)
     body = _body(err.value)
-    assert (err.value.status, body["reason"], body["message"]) == (404, "NotFound", 'jobs.batch "pi" not found')
+    assert (err.value.status, body["reason"], body["message"]) == (
+        404,
+        "NotFound",
+        'jobs.batch "pi" not found',
+    )
     assert body["details"]["group"] == "batch"
 
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_config_map(namespace, _cm("Bad_Name"))
     body = _body(err.value)
     assert err.value.status == 422 and body["reason"] == "Invalid"
-    assert body["message"].startswith('ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name"')
+    assert body["message"].startswith(
+        'ConfigMap "Bad_Name" is invalid: metadata.name: Invalid value: "Bad_Name"'
+    )
     assert body["details"]["causes"][0]["field"] == "metadata.name"
 
 
@@ -82,7 +92,8 @@ def test_stale_resource_version_conflicts(core: client.CoreV1Api, namespace: str
     assert err.value.status == 409 and body["reason"] == "Conflict"
     assert body["message"] == (
         'Operation cannot be fulfilled on configmaps "cfg": the object has been modified; '
-        "please apply your changes to the latest version and try again")
+        "please apply your changes to the latest version and try again"
+    )
 
 
 def test_label_and_field_selectors(core: client.CoreV1Api, namespace: str) -> None:
@@ -107,64 +118,109 @@ def test_label_and_field_selectors(core: client.CoreV1Api, namespace: str) -> No
 
 
 def test_every_patch_type(core: client.CoreV1Api, api_client: client.ApiClient, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, {
-        "metadata": {"name": "p", "labels": {"a": "1"}},
-        "spec": {"restartPolicy": "Never", "nodeName": "elsewhere",
-                 "containers": [{"name": "main", "image": "python:3.11", "command": ["true"],
-                                 "env": [{"name": "A", "value": "1"}]}]},
-    })
+    core.create_namespaced_pod(
+        namespace,
+        {
+            "metadata": {"name": "p", "labels": {"a": "1"}},
+            "spec": {
+                "restartPolicy": "Never",
+                "nodeName": "elsewhere",
+                "containers": [
+                    {
+                        "name": "main",
+                        "image": "python:3.11",
+                        "command": ["true"],
+                        "env": [{"name": "A", "value": "1"}],
+                    }
+                ],
+            },
+        },
+    )
     # Strategic merge (the Python client's default for dict bodies): env merges by name.
-    patched = core.patch_namespaced_pod("p", namespace, {"spec": {"containers": [
-        {"name": "main", "env": [{"name": "B", "value": "2"}]}]}})
+    patched = core.patch_namespaced_pod(
+        "p", namespace, {"spec": {"containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}]}}
+    )
     assert [e.name for e in patched.spec.containers[0].env] == ["B", "A"]
     # JSON merge patch: a null deletes the key.
     api_client.call_api(
-        f"/api/v1/namespaces/{namespace}/pods/p", "PATCH", header_params={
-            "Content-Type": "application/merge-patch+json", "Accept": "application/json"},
-        body={"metadata": {"labels": {"a": None, "b": "2"}}}, auth_settings=["BearerToken"],
-        _preload_content=False, _return_http_data_only=True)
+        f"/api/v1/namespaces/{namespace}/pods/p",
+        "PATCH",
+        header_params={"Content-Type": "application/merge-patch+json", "Accept": "application/json"},
+        body={"metadata": {"labels": {"a": None, "b": "2"}}},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
     assert core.read_namespaced_pod("p", namespace).metadata.labels == {"b": "2"}
     # JSON patch (a list body makes the client pick application/json-patch+json).
-    patched = core.patch_namespaced_pod("p", namespace, [
-        {"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}},
-        {"op": "replace", "path": "/metadata/labels/b", "value": "3"}])
+    patched = core.patch_namespaced_pod(
+        "p",
+        namespace,
+        [
+            {"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}},
+            {"op": "replace", "path": "/metadata/labels/b", "value": "3"},
+        ],
+    )
     assert patched.metadata.annotations == {"x": "y"} and patched.metadata.labels == {"b": "3"}
     with pytest.raises(client.ApiException) as err:
-        core.patch_namespaced_pod("p", namespace, [{"op": "test", "path": "/metadata/labels/b", "value": "9"}])
+        core.patch_namespaced_pod(
+            "p", namespace, [{"op": "test", "path": "/metadata/labels/b", "value": "9"}]
+        )
     assert err.value.status in (422, 500) or err.value.status == 400
 
 
 def test_strict_field_validation_and_protobuf(api_client: client.ApiClient, namespace: str) -> None:
     path = f"/api/v1/namespaces/{namespace}/configmaps"
     with pytest.raises(client.ApiException) as err:
-        api_client.call_api(path, "POST", query_params=[("fieldValidation", "Strict")],
-                            header_params={"Content-Type": "application/json"},
-                            body={"metadata": {"name": "x"}, "data": {}, "spec": {"foo": 1}},
-                            auth_settings=["BearerToken"], _return_http_data_only=True)
+        api_client.call_api(
+            path,
+            "POST",
+            query_params=[("fieldValidation", "Strict")],
+            header_params={"Content-Type": "application/json"},
+            body={"metadata": {"name": "x"}, "data": {}, "spec": {"foo": 1}},
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
     assert err.value.status == 400
     assert _body(err.value)["message"] == 'strict decoding error: unknown field "spec"'
     with pytest.raises(client.ApiException) as err:
-        api_client.call_api(path, "POST", header_params={"Content-Type": "application/vnd.kubernetes.protobuf"},
-                            body="x", auth_settings=["BearerToken"], _return_http_data_only=True)
+        api_client.call_api(
+            path,
+            "POST",
+            header_params={"Content-Type": "application/vnd.kubernetes.protobuf"},
+            body="x",
+            auth_settings=["BearerToken"],
+            _return_http_data_only=True,
+        )
     assert err.value.status == 415
 
 
 def _raw_watch(api_client: client.ApiClient, path: str, **query: str) -> list[dict]:
-    response = api_client.call_api(path, "GET", query_params=list({"watch": "true", **query}.items()),
-                                   auth_settings=["BearerToken"], _preload_content=False,
-                                   _return_http_data_only=True)
+    response = api_client.call_api(
+        path,
+        "GET",
+        query_params=list({"watch": "true", **query}.items()),
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
     return [json.loads(line) for line in response.data.decode().splitlines() if line.strip()]
 
 
-def test_watch_resume_sends_only_later_changes(core: client.CoreV1Api, api_client: client.ApiClient,
-                                               namespace: str) -> None:
+def test_watch_resume_sends_only_later_changes(
+    core: client.CoreV1Api, api_client: client.ApiClient, namespace: str
+) -> None:
     core.create_namespaced_config_map(namespace, _cm("one"))
     rv = core.list_namespaced_config_map(namespace).metadata.resource_version
     core.create_namespaced_config_map(namespace, _cm("two"))
     core.delete_namespaced_config_map("one", namespace)
-    events = _raw_watch(api_client, f"/api/v1/namespaces/{namespace}/configmaps", resourceVersion=rv,
-                        timeoutSeconds="1")
-    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "two"), ("DELETED", "one")]
+    events = _raw_watch(
+        api_client, f"/api/v1/namespaces/{namespace}/configmaps", resourceVersion=rv, timeoutSeconds="1"
+    )
+    assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [
+        ("ADDED", "two"),
+        ("DELETED", "one"),
+    ]
     deleted_rv = int(events[1]["object"]["metadata"]["resourceVersion"])
     assert deleted_rv > int(events[0]["object"]["metadata"]["resourceVersion"])
     # Without a resourceVersion: synthetic ADDED for the current state, never a BOOKMARK unasked.
@@ -172,13 +228,20 @@ def test_watch_resume_sends_only_later_changes(core: client.CoreV1Api, api_clien
     assert [(e["type"], e["object"]["metadata"]["name"]) for e in events] == [("ADDED", "two")]
 
 
-def test_watch_selector_transitions(core: client.CoreV1Api, api_client: client.ApiClient, namespace: str) -> None:
+def test_watch_selector_transitions(
+    core: client.CoreV1Api, api_client: client.ApiClient, namespace: str
+) -> None:
     core.create_namespaced_config_map(namespace, _cm("m", {"state": "on"}))
     rv = core.list_namespaced_config_map(namespace).metadata.resource_version
     core.patch_namespaced_config_map("m", namespace, {"metadata": {"labels": {"state": "off"}}})
     core.patch_namespaced_config_map("m", namespace, {"metadata": {"labels": {"state": "on"}}})
-    events = _raw_watch(api_client, f"/api/v1/namespaces/{namespace}/configmaps", resourceVersion=rv,
-                        labelSelector="state=on", timeoutSeconds="1")
+    events = _raw_watch(
+        api_client,
+        f"/api/v1/namespaces/{namespace}/configmaps",
+        resourceVersion=rv,
+        labelSelector="state=on",
+        timeoutSeconds="1",
+    )
     assert [e["type"] for e in events] == ["DELETED", "ADDED"]
 
 
@@ -192,16 +255,18 @@ def test_watch_410_expired_is_an_error_event(tmp_path) -> None:
         old_rv = core.list_namespaced_config_map("default").metadata.resource_version
         core.patch_namespaced_config_map("x", "default", {"data": {"k": "2"}})
         c.call(c.cluster.store.expire_history)  # the history holding that patch is gone
-        events = _raw_watch(api, "/api/v1/namespaces/default/configmaps", resourceVersion=old_rv,
-                            timeoutSeconds="2")
+        events = _raw_watch(
+            api, "/api/v1/namespaces/default/configmaps", resourceVersion=old_rv, timeoutSeconds="2"
+        )
         assert len(events) == 1 and events[0]["type"] == "ERROR"
         status = events[0]["object"]
         assert (status["code"], status["reason"]) == (410, "Expired")
         assert status["message"].startswith(f"too old resource version: {old_rv} (")
         # The official client's Watch surfaces it as an ApiException 410, which callers use to re-list.
         with pytest.raises(client.ApiException) as err:
-            for _ in watch.Watch().stream(core.list_namespaced_config_map, "default",
-                                          resource_version=old_rv, timeout_seconds=2):
+            for _ in watch.Watch().stream(
+                core.list_namespaced_config_map, "default", resource_version=old_rv, timeout_seconds=2
+            ):
                 pass
         assert err.value.status == 410
         api.close()
@@ -263,8 +328,9 @@ async def test_async_client_crud_and_watch(cluster: ClusterThread, namespace: st
         await core.patch_namespaced_config_map("async", namespace, {"data": {"k": "2"}})
         w = awatch.Watch()
         events = []
-        async with w.stream(core.list_namespaced_config_map, namespace, resource_version=rv,
-                            timeout_seconds=1) as stream:
+        async with w.stream(
+            core.list_namespaced_config_map, namespace, resource_version=rv, timeout_seconds=1
+        ) as stream:
             async for event in stream:
                 events.append((event["type"], event["object"].data))
         assert events == [("MODIFIED", {"k": "2"})]
@@ -278,24 +344,37 @@ def test_injected_429_carries_retry_after(fresh_cluster: ClusterThread) -> None:
 
     api = config.new_client_from_config(config_file=str(fresh_cluster.kubeconfig_path))
     core = client.CoreV1Api(api)
-    fresh_cluster.call(lambda: fresh_cluster.cluster.faults.configure(
-        {"rules": [{"verbs": "LIST", "resources": "configmaps", "code": 429, "retry_after": 2, "limit": 1}]}))
+    fresh_cluster.call(
+        lambda: fresh_cluster.cluster.faults.configure(
+            {
+                "rules": [
+                    {"verbs": "LIST", "resources": "configmaps", "code": 429, "retry_after": 2, "limit": 1}
+                ]
+            }
+        )
+    )
     # urllib3 (under the official client) honours Retry-After on 429 and retries by itself.
     started = time.monotonic()
     assert core.list_namespaced_config_map("default").items == []
     assert time.monotonic() - started >= 1.9
     # A client that does not retry sees the 429 and its header.
-    fresh_cluster.call(lambda: fresh_cluster.cluster.faults.configure(
-        {"rules": [{"verbs": "LIST", "resources": "secrets", "code": 429, "retry_after": 2, "limit": 1}]}))
+    fresh_cluster.call(
+        lambda: fresh_cluster.cluster.faults.configure(
+            {"rules": [{"verbs": "LIST", "resources": "secrets", "code": 429, "retry_after": 2, "limit": 1}]}
+        )
+    )
     ctx = ssl.create_default_context(cafile=str(fresh_cluster.kubeconfig_path.parent / "ca.crt"))
-    request = urllib.request.Request(fresh_cluster.url + "/api/v1/namespaces/default/secrets",
-                                     headers={"Authorization": f"Bearer {fresh_cluster.token}"})
+    request = urllib.request.Request(
+        fresh_cluster.url + "/api/v1/namespaces/default/secrets",
+        headers={"Authorization": f"Bearer {fresh_cluster.token}"},
+    )
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, context=ctx, timeout=5)
     assert err.value.code == 429 and err.value.headers["Retry-After"] == "2"
     assert json.loads(err.value.read())["reason"] == "TooManyRequests"
-    metrics = api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                           _return_http_data_only=True).data.decode()
+    metrics = api.call_api(
+        "/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False, _return_http_data_only=True
+    ).data.decode()
     assert 'apiserver_request_total{verb="LIST",resource="configmaps",code="429"} 1' in metrics
     assert 'apiserver_request_total{verb="LIST",resource="configmaps",code="200"} 1' in metrics
     api.close()

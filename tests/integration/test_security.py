@@ -18,8 +18,9 @@ def _get(cluster: ClusterThread, path: str, token: str | None) -> tuple[int, str
     ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
     headers = {"Authorization": f"Bearer {token}"} if token is not None else {}
     try:
-        with urllib.request.urlopen(urllib.request.Request(cluster.url + path, headers=headers),
-                                    context=ctx, timeout=5) as resp:
+        with urllib.request.urlopen(
+            urllib.request.Request(cluster.url + path, headers=headers), context=ctx, timeout=5
+        ) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as err:
         return err.code, err.read().decode()
@@ -34,8 +35,11 @@ def test_requests_without_a_valid_token_get_401(cluster: ClusterThread) -> None:
 
 
 def test_kubeconfig_and_token_are_private(cluster: ClusterThread) -> None:
-    for path in (cluster.kubeconfig_path, cluster.kubeconfig_path.parent / "token",
-                 cluster.kubeconfig_path.parent / "server.key"):
+    for path in (
+        cluster.kubeconfig_path,
+        cluster.kubeconfig_path.parent / "token",
+        cluster.kubeconfig_path.parent / "server.key",
+    ):
         assert stat.S_IMODE(path.stat().st_mode) == 0o600, path
 
 

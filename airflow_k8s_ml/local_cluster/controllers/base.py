@@ -8,6 +8,7 @@ object to its desired state). Reconciles run on the cluster's event loop, one at
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
@@ -74,10 +75,8 @@ class Controller:
                 task.cancel()
         for task in (self._task, self._resync_task):
             if task is not None:
-                try:
+                with contextlib.suppress(asyncio.CancelledError, Exception):
                     await task
-                except (asyncio.CancelledError, Exception):
-                    pass
         await self.on_stop()
 
     async def _work(self) -> None:

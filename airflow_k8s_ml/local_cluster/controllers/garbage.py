@@ -25,9 +25,9 @@ class GarbageCollector(Controller):
 
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         meta = change.obj["metadata"]
-        if change.type == "DELETED":
-            yield ("owner", meta["uid"])
-        elif meta.get("deletionTimestamp") and FOREGROUND_FINALIZER in (meta.get("finalizers") or []):
+        if change.type == "DELETED" or (
+            meta.get("deletionTimestamp") and FOREGROUND_FINALIZER in (meta.get("finalizers") or [])
+        ):
             yield ("owner", meta["uid"])
         # A dependent that disappeared may unblock its foreground-deleting owner.
         for ref in meta.get("ownerReferences") or []:
@@ -46,8 +46,9 @@ class GarbageCollector(Controller):
         owner = self.store.by_uid(uid)
         if owner is None:
             self._collect_orphans(uid)
-        elif owner["metadata"].get("deletionTimestamp") and \
-                FOREGROUND_FINALIZER in (owner["metadata"].get("finalizers") or []):
+        elif owner["metadata"].get("deletionTimestamp") and FOREGROUND_FINALIZER in (
+            owner["metadata"].get("finalizers") or []
+        ):
             self._foreground(owner)
 
     def _collect_orphans(self, uid: str) -> None:
@@ -57,9 +58,11 @@ class GarbageCollector(Controller):
             rt = _BY_STORAGE[storage_key]
             ns, name = dep["metadata"].get("namespace", ""), dep["metadata"]["name"]
             if alive:
+
                 def strip(o: Obj, dead: str = uid) -> None:
                     o["metadata"]["ownerReferences"] = [
-                        r for r in o["metadata"].get("ownerReferences") or [] if r.get("uid") != dead]
+                        r for r in o["metadata"].get("ownerReferences") or [] if r.get("uid") != dead
+                    ]
 
                 self.store.mutate(rt, ns, name, strip)
             elif not dep["metadata"].get("deletionTimestamp"):
@@ -80,11 +83,14 @@ class GarbageCollector(Controller):
 
             def unblock(o: Obj) -> None:
                 o["metadata"]["finalizers"] = [
-                    f for f in o["metadata"].get("finalizers") or [] if f != FOREGROUND_FINALIZER]
+                    f for f in o["metadata"].get("finalizers") or [] if f != FOREGROUND_FINALIZER
+                ]
                 if not o["metadata"]["finalizers"]:
                     del o["metadata"]["finalizers"]
 
-            self.store.mutate(owner_rt, owner["metadata"].get("namespace", ""), owner["metadata"]["name"], unblock)
+            self.store.mutate(
+                owner_rt, owner["metadata"].get("namespace", ""), owner["metadata"]["name"], unblock
+            )
 
     def _delete(self, rt: ResourceType, ns: str, name: str, policy: str) -> None:
         try:

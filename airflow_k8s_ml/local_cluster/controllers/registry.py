@@ -13,6 +13,9 @@ if TYPE_CHECKING:
 
 CONTROLLER_PATHS: list[str] = [
     "controllers.garbage:GarbageCollector",
+    "kubelet.scheduler:Scheduler",
+    "kubelet.kubelet:Kubelet",
+    "kubelet.claims:ClaimBinder",
     "controllers.job:JobController",
     "controllers.job_ttl:TTLAfterFinishedController",
 ]

@@ -25,7 +25,9 @@ def pod_admission(default_grace: int) -> Callable[[Obj, Obj | None], Obj]:
         if old is not None and not causes:
             causes = validate_update(pod, old)
         if causes:
-            name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get("generateName", "")
+            name = (pod.get("metadata") or {}).get("name") or (pod.get("metadata") or {}).get(
+                "generateName", ""
+            )
             raise errors.invalid("Pod", "", "pods", name, causes)
         if old is None:
             pod["status"] = initial_status(pod)

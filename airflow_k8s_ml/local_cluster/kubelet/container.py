@@ -38,22 +38,30 @@ class ContainerRunner:
         self.init = init
         self._backoff: float | None = None
         self._probe_kill = asyncio.Event()
+        self._probe_grace = 0.0
+        self._halted = asyncio.Event()
+        self._halt_grace = 0.0
         self.started = asyncio.Event()  # set once started (startup probe passed): sidecars gate on it
 
     @property
     def name(self) -> str:
         return str(self.c.get("name", ""))
 
+    def halt(self, grace: float) -> None:
+        """Stop this container for good (a sidecar once the app containers are done)."""
+        self._halt_grace = grace
+        self._halted.set()
+
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
-        while self.w.stopping is None:
+        while self.w.stopping is None and not self._halted.is_set():
             if not await self._pull():
                 return
             launch = await self._configure()
             if launch is None:
                 return
             ran_for = await self._instance(launch)
-            if self.w.stopping is not None or not self._should_restart():
+            if self.w.stopping is not None or self._halted.is_set() or not self._should_restart():
                 return
             if not await self._back_off(ran_for):
                 return
@@ -77,11 +85,15 @@ class ContainerRunner:
             self._backoff = settings.crashloop_backoff_base
             return True
         delay = self._backoff
-        message = (f"back-off {go_duration(delay)} restarting failed container={self.name} "
-                   f"pod={pod_ref(self.w.pod)}")
+        message = (
+            f"back-off {go_duration(delay)} restarting failed container={self.name} pod={pod_ref(self.w.pod)}"
+        )
         self.state.wait("CrashLoopBackOff", message)
-        self.w.event("Warning", "BackOff",
-                     f"Back-off restarting failed container {self.name} in pod {pod_ref(self.w.pod)}")
+        self.w.event(
+            "Warning",
+            "BackOff",
+            f"Back-off restarting failed container {self.name} in pod {pod_ref(self.w.pod)}",
+        )
         self.w.publish()
         self._backoff = min(delay * 2, settings.crashloop_backoff_cap)
         return not await self.w.sleep_or_stop(delay)
@@ -100,8 +112,11 @@ class ContainerRunner:
                 return True
             self.state.wait(result.reason, result.message)
             self.w.publish()
-            backoff = settings.crashloop_backoff_base if backoff is None else \
-                min(backoff * 2, settings.crashloop_backoff_cap)
+            backoff = (
+                settings.crashloop_backoff_base
+                if backoff is None
+                else min(backoff * 2, settings.crashloop_backoff_cap)
+            )
             if await self.w.sleep_or_stop(min(1.0, backoff)):
                 return False
             if result.reason == "ErrImagePull":
@@ -127,7 +142,7 @@ class ContainerRunner:
         """Run one instance to its end; returns how long it ran."""
         container_id = "local://" + secrets.token_hex(32)
         sink = LogSink(self.w.log_path(self.name, container_id))
-        self.w.kubelet.logs.register(container_id, sink)
+        self.w.kubelet.logs.register(self.w.uid, container_id, sink)
         termination = self.w.termination_file(self.name)
         termination.unlink(missing_ok=True)
         self.state.begin_instance(container_id, images.image_id(str(self.c.get("image", ""))))
@@ -150,25 +165,33 @@ class ContainerRunner:
         finally:
             for task in probes:
                 task.cancel()
-        self.state.terminate(code, "Completed" if code == 0 else "Error", time.time(),
-                             self._termination_message(code, termination, sink.path))
+        self.state.terminate(
+            code,
+            "Completed" if code == 0 else "Error",
+            time.time(),
+            self._termination_message(code, termination, sink.path),
+        )
         self.w.publish()
         return time.time() - started
 
     async def _wait(self, proc: ContainerProcess) -> int:
         self.w.processes.add(proc)
         try:
-            stop = asyncio.ensure_future(self.w.stop_event.wait())
-            probe_kill = asyncio.ensure_future(self._probe_kill.wait())
-            await asyncio.wait([proc.exited, stop, probe_kill], return_when=asyncio.FIRST_COMPLETED)
-            stop.cancel()
-            probe_kill.cancel()
+            waiters = [
+                asyncio.ensure_future(e.wait()) for e in (self.w.stop_event, self._probe_kill, self._halted)
+            ]
+            await asyncio.wait([proc.exited, *waiters], return_when=asyncio.FIRST_COMPLETED)
+            for waiter in waiters:
+                waiter.cancel()
             if proc.exited.done():
                 return proc.exited.result()
             if self.w.stopping is not None:
                 if self.w.stopping.kind != "removed":
                     self.w.event("Normal", "Killing", f"Stopping container {self.name}")
                 return await proc.stop(self.w.stopping.grace, self.w.kill_now)
+            if self._halted.is_set():
+                self.w.event("Normal", "Killing", f"Stopping container {self.name}")
+                return await proc.stop(self._halt_grace, self.w.kill_now)
             self._probe_kill.clear()
             return await proc.stop(self._probe_grace, self.w.kill_now)
         finally:
@@ -191,6 +214,7 @@ class ContainerRunner:
                 tasks.append(self._loop("livenessProbe", target, True, self._on_liveness))
 
         if self.c.get("startupProbe"):
+
             def on_startup(ok: bool, message: str) -> None:
                 if ok:
                     begin_steady_probes()
@@ -210,8 +234,9 @@ class ContainerRunner:
         def on_failure(message: str) -> None:
             self.w.event("Warning", "Unhealthy", f"{label} probe failed: {message}".rstrip())
 
-        loop = ProbeLoop(probe, make_check(probe, target), self.w.settings.probe_time_scale, initial,
-                         on_change, on_failure)
+        loop = ProbeLoop(
+            probe, make_check(probe, target), self.w.settings.probe_time_scale, initial, on_change, on_failure
+        )
         return asyncio.ensure_future(loop.run())
 
     def _on_readiness(self, ok: bool, message: str) -> None:

@@ -15,9 +15,18 @@ Obj = dict[str, Any]
 
 _FILE_MODE = 420  # 0644, the default mode of projected files (configMap, secret, downwardAPI)
 _DEFAULT_TOLERATIONS = (
-    {"key": "node.kubernetes.io/not-ready", "operator": "Exists", "effect": "NoExecute", "tolerationSeconds": 300},
-    {"key": "node.kubernetes.io/unreachable", "operator": "Exists", "effect": "NoExecute",
-     "tolerationSeconds": 300},
+    {
+        "key": "node.kubernetes.io/not-ready",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
+    {
+        "key": "node.kubernetes.io/unreachable",
+        "operator": "Exists",
+        "effect": "NoExecute",
+        "tolerationSeconds": 300,
+    },
 )
 
 
@@ -66,7 +75,7 @@ def initial_status(pod: Obj) -> Obj:
 
 
 def qos_class(spec: Obj) -> str:
-    """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits (pkg/apis/core/v1/helper/qos)."""
+    """Guaranteed / Burstable / BestEffort from cpu and memory requests and limits (core/v1/helper/qos)."""
     containers = list(spec.get("containers") or []) + list(spec.get("initContainers") or [])
     requests: dict[str, int] = {}
     limits: dict[str, int] = {}
@@ -94,7 +103,9 @@ def qos_class(spec: Obj) -> str:
 def _default_tolerations(spec: Obj) -> None:
     tolerations = spec.setdefault("tolerations", [])
     for default in _DEFAULT_TOLERATIONS:
-        if not any(t.get("key") == default["key"] and t.get("effect") == default["effect"] for t in tolerations):
+        if not any(
+            t.get("key") == default["key"] and t.get("effect") == default["effect"] for t in tolerations
+        ):
             tolerations.append(dict(default))
 
 

@@ -57,8 +57,8 @@ def expand(text: str, mapping: dict[str, str]) -> str:
                 continue
             end = text.find(")", i + 2) if nxt == "(" else -1
             if end != -1:
-                name = text[i + 2:end]
-                out.append(mapping.get(name, text[i:end + 1]))
+                name = text[i + 2 : end]
+                out.append(mapping.get(name, text[i : end + 1]))
                 i = end + 1
                 continue
         out.append(text[i])
@@ -66,8 +66,13 @@ def expand(text: str, mapping: dict[str, str]) -> str:
     return "".join(out)
 
 
-def resolve(pod: Obj, container: Obj, sources: Sources, service_env: dict[str, str],
-            rewrite: Callable[[str], str] = lambda s: s) -> dict[str, str]:
+def resolve(
+    pod: Obj,
+    container: Obj,
+    sources: Sources,
+    service_env: dict[str, str],
+    rewrite: Callable[[str], str] = lambda s: s,
+) -> dict[str, str]:
     """The variables a container's spec defines (not the runtime's PATH/HOME, which the caller adds)."""
     env: dict[str, str] = {}
     for source in container.get("envFrom") or []:
@@ -108,7 +113,8 @@ def _env_from(pod: Obj, source: Obj, sources: Sources) -> dict[str, str]:
     if invalid:
         sources.warnings.append(
             f"Keys [{' '.join(sorted(invalid))}] from the EnvFrom {label} {namespace}/{ref.get('name', '')} "
-            "were skipped since they are considered invalid environment variable names.")
+            "were skipped since they are considered invalid environment variable names."
+        )
     return result
 
 
@@ -120,17 +126,30 @@ def _value_from(pod: Obj, container: Obj, value_from: Obj, sources: Sources) -> 
         return resource_value(pod, container, value_from["resourceFieldRef"], sources.allocatable)
     if value_from.get("secretKeyRef") is not None:
         ref = value_from["secretKeyRef"]
-        return _key_value(ref, sources.secret(ref.get("name", "")), "secret", "Secret", namespace,
-                          _secret_data)
+        return _key_value(
+            ref, sources.secret(ref.get("name", "")), "secret", "Secret", namespace, _secret_data
+        )
     if value_from.get("configMapKeyRef") is not None:
         ref = value_from["configMapKeyRef"]
-        return _key_value(ref, sources.config_map(ref.get("name", "")), "configmap", "ConfigMap", namespace,
-                          lambda o: dict(o.get("data") or {}))
+        return _key_value(
+            ref,
+            sources.config_map(ref.get("name", "")),
+            "configmap",
+            "ConfigMap",
+            namespace,
+            lambda o: dict(o.get("data") or {}),
+        )
     return ""
 
 
-def _key_value(ref: Obj, obj: Obj | None, kind: str, kind_title: str, namespace: str,
-               data_of: Callable[[Obj], dict[str, str]]) -> str | None:
+def _key_value(
+    ref: Obj,
+    obj: Obj | None,
+    kind: str,
+    kind_title: str,
+    namespace: str,
+    data_of: Callable[[Obj], dict[str, str]],
+) -> str | None:
     name, key = ref.get("name", ""), ref.get("key", "")
     if obj is None:
         if ref.get("optional"):
@@ -145,7 +164,9 @@ def _key_value(ref: Obj, obj: Obj | None, kind: str, kind_title: str, namespace:
 
 
 def _secret_data(secret: Obj) -> dict[str, str]:
-    data = {k: base64.b64decode(v or "").decode("utf-8", "replace") for k, v in (secret.get("data") or {}).items()}
+    data = {
+        k: base64.b64decode(v or "").decode("utf-8", "replace") for k, v in (secret.get("data") or {}).items()
+    }
     data.update(secret.get("stringData") or {})
     return data
 
@@ -177,8 +198,9 @@ def resource_value(pod: Obj, container: Obj, ref: Obj, allocatable: dict[str, De
     """``resourceFieldRef``: limits fall back to node allocatable; values are rounded up by the divisor."""
     target = container
     if ref.get("containerName"):
-        every = list((pod.get("spec") or {}).get("containers") or []) + \
-            list((pod.get("spec") or {}).get("initContainers") or [])
+        every = list((pod.get("spec") or {}).get("containers") or []) + list(
+            (pod.get("spec") or {}).get("initContainers") or []
+        )
         target = next((c for c in every if c.get("name") == ref["containerName"]), container)
     kind, _, resource = (ref.get("resource") or "").partition(".")
     values = (target.get("resources") or {}).get(kind) or {}

@@ -51,16 +51,17 @@ def pod_requests(pod: Obj) -> Resources:
         for name, value in container_requests(container).items():
             total[name] = max(total.get(name, Decimal(0)), value)
     for name, raw in (spec.get("overhead") or {}).items():
-        value = quantity.try_parse(raw)
-        if value is not None:
-            total[name] = total.get(name, Decimal(0)) + value
+        extra = quantity.try_parse(raw)
+        if extra is not None:
+            total[name] = total.get(name, Decimal(0)) + extra
     return total
 
 
 def holds_resources(pod: Obj, node: str) -> bool:
     """Bound to ``node`` and not terminal: its requests count against the node."""
-    return (pod.get("spec") or {}).get("nodeName") == node and \
-        (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES
+    return (pod.get("spec") or {}).get("nodeName") == node and (pod.get("status") or {}).get(
+        "phase"
+    ) not in TERMINAL_PHASES
 
 
 def used_resources(pods: Iterable[Obj], node: str, exclude_uid: str = "") -> Resources:
@@ -110,9 +111,13 @@ def rejection(request: Resources, used: Resources, capacity: Resources) -> tuple
         have = capacity.get(name, Decimal(0))
         in_use = used.get(name, Decimal(0))
         if in_use + value > have:
+
             def show(v: Decimal, n: str = name) -> str:
                 return str(int(v * 1000)) if n == "cpu" else quantity.format_plain(v)
 
-            return (f"OutOf{name}", f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
-                    f"{show(value)}, used: {show(in_use)}, capacity: {show(have)}")
+            return (
+                f"OutOf{name}",
+                f"Pod was rejected: Node didn't have enough resource: {name}, requested: "
+                f"{show(value)}, used: {show(in_use)}, capacity: {show(have)}",
+            )
     return None

@@ -35,22 +35,41 @@ def pull(rules: list[ImageRule], image: str, policy: str) -> PullResult:
     allowed = rule is None or rule.allow
     if policy == "Never":
         if allowed:
-            return PullResult(True, events=(("Normal", "Pulled", f'Container image "{image}" already present on machine'),))
+            return PullResult(
+                True, events=(("Normal", "Pulled", f'Container image "{image}" already present on machine'),)
+            )
         message = f'Container image "{image}" is not present with pull policy of Never'
         return PullResult(False, "ErrImageNeverPull", message, (("Warning", "ErrImageNeverPull", message),))
     if not allowed:
-        message = (f'Failed to pull image "{image}": rpc error: code = Unknown desc = failed to pull and unpack '
-                   f'image "{image}": pull access denied by the local cluster\'s image rules')
-        return PullResult(False, "ErrImagePull", message,
-                          (("Normal", "Pulling", f'Pulling image "{image}"'), ("Warning", "Failed", message),
-                           ("Warning", "Failed", "Error: ErrImagePull")))
+        message = (
+            f'Failed to pull image "{image}": rpc error: code = Unknown desc = failed to pull and unpack '
+            f'image "{image}": pull access denied by the local cluster\'s image rules'
+        )
+        return PullResult(
+            False,
+            "ErrImagePull",
+            message,
+            (
+                ("Normal", "Pulling", f'Pulling image "{image}"'),
+                ("Warning", "Failed", message),
+                ("Warning", "Failed", "Error: ErrImagePull"),
+            ),
+        )
     if policy == "Always":
-        return PullResult(True, events=(
-            ("Normal", "Pulling", f'Pulling image "{image}"'),
-            ("Normal", "Pulled", f'Successfully pulled image "{image}" in 0s (0s including waiting). '
-                                 "Image size: 0 bytes."),
-        ))
-    return PullResult(True, events=(("Normal", "Pulled", f'Container image "{image}" already present on machine'),))
+        return PullResult(
+            True,
+            events=(
+                ("Normal", "Pulling", f'Pulling image "{image}"'),
+                (
+                    "Normal",
+                    "Pulled",
+                    f'Successfully pulled image "{image}" in 0s (0s including waiting). Image size: 0 bytes.',
+                ),
+            ),
+        )
+    return PullResult(
+        True, events=(("Normal", "Pulled", f'Container image "{image}" already present on machine'),)
+    )
 
 
 def command_prefix(rules: list[ImageRule], image: str) -> tuple[str, ...]:

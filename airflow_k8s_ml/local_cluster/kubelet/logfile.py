@@ -143,3 +143,8 @@ def _write_line(sink: LogSink, stream: str, line: bytes) -> None:
         sink.write(stream, line[:MAX_LINE], partial=True)
         line = line[MAX_LINE:]
     sink.write(stream, line)
+
+
+def container_log_path(pod_root: Path, container: str, container_id: str) -> Path:
+    """``<pod dir>/logs/<container>/<id>.log``: one file per instance, found again from the containerID."""
+    return pod_root / "logs" / container / f"{container_id.rpartition('://')[2]}.log"

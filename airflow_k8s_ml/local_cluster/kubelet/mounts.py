@@ -31,7 +31,9 @@ def normalize(path: str) -> str:
     return posixpath.normpath(path) if path else path
 
 
-def mount_table(container: Obj, volume_dirs: dict[str, Path], extra: list[Mount] | None = None) -> list[Mount]:
+def mount_table(
+    container: Obj, volume_dirs: dict[str, Path], extra: list[Mount] | None = None
+) -> list[Mount]:
     """Mounts of ``container`` (subPath applied), longest container path first so nested mounts win."""
     mounts = list(extra or [])
     for mount in container.get("volumeMounts") or []:

@@ -69,14 +69,20 @@ async def _http(spec: Obj, target: Target, timeout: float) -> tuple[bool, str]:
     ctx = ssl.create_default_context()
     ctx.check_hostname, ctx.verify_mode = False, ssl.CERT_NONE
     try:
-        async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session, \
-                session.get(url, headers=headers, ssl=ctx if scheme == "https" else None,
-                            allow_redirects=False) as response:
+        async with (
+            aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=timeout)) as session,
+            session.get(
+                url, headers=headers, ssl=ctx if scheme == "https" else False, allow_redirects=False
+            ) as response,
+        ):
             if 200 <= response.status < 400:
                 return True, ""
             return False, f"HTTP probe failed with statuscode: {response.status}"
     except TimeoutError:
-        return False, f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)'
+        return (
+            False,
+            f'Get "{url}": context deadline exceeded (Client.Timeout exceeded while awaiting headers)',
+        )
     except aiohttp.ClientError:
         return False, f'Get "{url}": dial tcp {host}:{port}: connect: connection refused'
 
@@ -97,8 +103,14 @@ async def _tcp(spec: Obj, target: Target, timeout: float) -> tuple[bool, str]:
 async def _exec(command: list[str], target: Target, timeout: float) -> tuple[bool, str]:
     try:
         proc = await asyncio.create_subprocess_exec(
-            *command, env=target.env, cwd=target.cwd, stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, start_new_session=True)
+            *command,
+            env=target.env,
+            cwd=target.cwd,
+            stdin=asyncio.subprocess.DEVNULL,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.STDOUT,
+            start_new_session=True,
+        )
     except OSError as exc:
         return False, str(exc)
     try:
@@ -106,7 +118,7 @@ async def _exec(command: list[str], target: Target, timeout: float) -> tuple[boo
     except TimeoutError:
         proc.kill()
         await proc.wait()
-        return False, f"command timed out: \"{' '.join(command)}\" timed out after {timeout:g}s"
+        return False, f'command timed out: "{" ".join(command)}" timed out after {timeout:g}s'
     return proc.returncode == 0, output.decode(errors="replace")
 
 
@@ -114,8 +126,15 @@ class ProbeLoop:
     """Runs one probe periodically; calls ``on_change(ok, message)`` when the thresholded result flips
     and ``on_failure(message)`` on every failed attempt (the kubelet's ``Unhealthy`` event)."""
 
-    def __init__(self, probe: Obj, check: Check, scale: float, initial: bool,
-                 on_change: Callable[[bool, str], None], on_failure: Callable[[str], None]) -> None:
+    def __init__(
+        self,
+        probe: Obj,
+        check: Check,
+        scale: float,
+        initial: bool,
+        on_change: Callable[[bool, str], None],
+        on_failure: Callable[[str], None],
+    ) -> None:
         self._probe = probe
         self._check = check
         self._scale = scale
@@ -139,7 +158,9 @@ class ProbeLoop:
             else:
                 successes, failures = 0, failures + 1
                 self._on_failure(message)
-                if self.state and failures >= failure_needed or (not self.state and failures == failure_needed):
+                if (self.state and failures >= failure_needed) or (
+                    not self.state and failures == failure_needed
+                ):
                     self._flip(False, message)
             await asyncio.sleep(period)
 

@@ -30,7 +30,9 @@ def exit_code(returncode: int) -> int:
 class ContainerProcess:
     """One running container instance and the tasks copying its output into its log."""
 
-    def __init__(self, proc: asyncio.subprocess.Process, sink: LogSink, pumps: list[asyncio.Task[None]]) -> None:
+    def __init__(
+        self, proc: asyncio.subprocess.Process, sink: LogSink, pumps: list[asyncio.Task[None]]
+    ) -> None:
         self._proc = proc
         self._sink = sink
         self._pumps = pumps
@@ -40,18 +42,27 @@ class ContainerProcess:
     async def spawn(cls, argv: list[str], env: dict[str, str], cwd: Path, sink: LogSink) -> ContainerProcess:
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv, env=env, cwd=str(cwd), stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE, start_new_session=True,
+                *argv,
+                env=env,
+                cwd=str(cwd),
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,
             )
         except FileNotFoundError:
-            raise StartError(_start_message(f'exec: "{argv[0]}": executable file not found in $PATH')) from None
+            raise StartError(
+                _start_message(f'exec: "{argv[0]}": executable file not found in $PATH')
+            ) from None
         except PermissionError:
             raise StartError(_start_message(f'exec: "{argv[0]}": permission denied')) from None
         except OSError as exc:
             raise StartError(_start_message(f'exec: "{argv[0]}": {exc.strerror or exc}')) from None
         assert proc.stdout is not None and proc.stderr is not None
-        pumps = [asyncio.ensure_future(pump(proc.stdout, "stdout", sink)),
-                 asyncio.ensure_future(pump(proc.stderr, "stderr", sink))]
+        pumps = [
+            asyncio.ensure_future(pump(proc.stdout, "stdout", sink)),
+            asyncio.ensure_future(pump(proc.stderr, "stderr", sink)),
+        ]
         return cls(proc, sink, pumps)
 
     @property

@@ -51,18 +51,28 @@ class ContainerState:
             self.last_terminated = self.terminated
         self.waiting, self.terminated, self.running_since = None, None, now
 
-    def terminate(self, exit_code: int, reason: str, now: float, message: str = "",
-                  container_id: str | None = None) -> None:
+    def terminate(
+        self, exit_code: int, reason: str, now: float, message: str = "", container_id: str | None = None
+    ) -> None:
         started = self.running_since if self.running_since is not None else now
-        terminated: Obj = {"exitCode": exit_code, "reason": reason, "startedAt": rfc3339(started),
-                           "finishedAt": rfc3339(now), "containerID": container_id if container_id is not None
-                           else self.container_id}
+        terminated: Obj = {
+            "exitCode": exit_code,
+            "reason": reason,
+            "startedAt": rfc3339(started),
+            "finishedAt": rfc3339(now),
+            "containerID": container_id if container_id is not None else self.container_id,
+        }
         if message:
             terminated["message"] = message
         if self.terminated is not None:
             self.last_terminated = self.terminated
-        self.terminated, self.waiting, self.running_since, self.ready, self.started = \
-            terminated, None, None, False, False
+        self.terminated, self.waiting, self.running_since, self.ready, self.started = (
+            terminated,
+            None,
+            None,
+            False,
+            False,
+        )
 
     @property
     def running(self) -> bool:
@@ -77,10 +87,14 @@ class ContainerState:
             reason, message = self.waiting or ("ContainerCreating", "")
             state = {"waiting": {"reason": reason, **({"message": message} if message else {})}}
         status: Obj = {
-            "name": self.name, "state": state,
+            "name": self.name,
+            "state": state,
             "lastState": {"terminated": dict(self.last_terminated)} if self.last_terminated else {},
-            "ready": self.ready, "restartCount": self.restart_count, "image": self.image,
-            "imageID": self.image_id, "started": self.started,
+            "ready": self.ready,
+            "restartCount": self.restart_count,
+            "image": self.image,
+            "imageID": self.image_id,
+            "started": self.started,
         }
         if self.container_id:
             status["containerID"] = self.container_id
@@ -107,7 +121,9 @@ def _init_counts(spec: Obj, init: list[ContainerState]) -> tuple[int, int]:
     return pending, failed
 
 
-def pod_phase(spec: Obj, init: list[ContainerState], main: list[ContainerState], terminal: bool = False) -> str:
+def pod_phase(
+    spec: Obj, init: list[ContainerState], main: list[ContainerState], terminal: bool = False
+) -> str:
     """getPhase: ``terminal`` means the kubelet has stopped the pod for good (deleted, evicted)."""
     policy = spec.get("restartPolicy") or "Always"
     pending_init, failed_init = _init_counts(spec, init)
@@ -147,15 +163,26 @@ def _names(items: list[str]) -> str:
     return "[" + " ".join(items) + "]"
 
 
-def kubelet_conditions(spec: Obj, init: list[ContainerState], main: list[ContainerState], phase: str,
-                       sandbox: bool) -> list[Obj]:
+def kubelet_conditions(
+    spec: Obj, init: list[ContainerState], main: list[ContainerState], phase: str, sandbox: bool
+) -> list[Obj]:
     """(type, status, reason, message) dicts for the four kubelet-owned conditions, upstream order."""
-    incomplete = [s.name for s in init if not (
-        (s.terminated is not None and s.terminated["exitCode"] == 0) or s.started and _restartable(spec, s.name))]
+    incomplete = [
+        s.name
+        for s in init
+        if not (
+            (s.terminated is not None and s.terminated["exitCode"] == 0)
+            or (s.started and _restartable(spec, s.name))
+        )
+    ]
     initialized: Obj = {"type": "Initialized", "status": "True"}
     if incomplete and phase not in ("Succeeded",):
-        initialized = {"type": "Initialized", "status": "False", "reason": "ContainersNotInitialized",
-                       "message": f"containers with incomplete status: {_names(incomplete)}"}
+        initialized = {
+            "type": "Initialized",
+            "status": "False",
+            "reason": "ContainersNotInitialized",
+            "message": f"containers with incomplete status: {_names(incomplete)}",
+        }
     ready = _ready_condition(main, phase)
     return [
         {"type": "PodReadyToStartContainers", "status": "True" if sandbox else "False"},
@@ -166,7 +193,9 @@ def kubelet_conditions(spec: Obj, init: list[ContainerState], main: list[Contain
 
 
 def _restartable(spec: Obj, name: str) -> bool:
-    return any(c.get("name") == name and c.get("restartPolicy") == "Always" for c in spec.get("initContainers") or [])
+    return any(
+        c.get("name") == name and c.get("restartPolicy") == "Always" for c in spec.get("initContainers") or []
+    )
 
 
 def _ready_condition(main: list[ContainerState], phase: str) -> Obj:
@@ -176,8 +205,11 @@ def _ready_condition(main: list[ContainerState], phase: str) -> Obj:
         return {"status": "False", "reason": "PodFailed"}
     unready = [s.name for s in main if not s.ready]
     if unready:
-        return {"status": "False", "reason": "ContainersNotReady",
-                "message": f"containers with unready status: {_names(unready)}"}
+        return {
+            "status": "False",
+            "reason": "ContainersNotReady",
+            "message": f"containers with unready status: {_names(unready)}",
+        }
     return {"status": "True"}
 
 
@@ -188,9 +220,11 @@ def merge_conditions(existing: list[Obj], fresh: list[Obj], now: float) -> list[
     merged = []
     for condition in fresh:
         previous = old.get(condition["type"])
-        moved = previous is None or previous.get("status") != condition["status"]
-        merged.append({**condition, "lastProbeTime": None,
-                       "lastTransitionTime": rfc3339(now) if moved else previous.get("lastTransitionTime")})
+        if previous is None or previous.get("status") != condition["status"]:
+            since = rfc3339(now)
+        else:
+            since = previous.get("lastTransitionTime") or rfc3339(now)
+        merged.append({**condition, "lastProbeTime": None, "lastTransitionTime": since})
     owned = {c["type"] for c in fresh}
     merged.extend(c for c in existing if c.get("type") not in owned)
     rank = {t: i for i, t in enumerate(CONDITION_ORDER)}

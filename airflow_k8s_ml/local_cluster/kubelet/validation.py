@@ -18,9 +18,11 @@ Cause = tuple[str, str, str]  # (field, reason, message) as in a Status cause
 
 _LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_ENV_NAME_MSG = ("a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
-                 "or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or "
-                 "'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')")
+_ENV_NAME_MSG = (
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
+    "or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or "
+    "'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"
+)
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -70,11 +72,14 @@ def validate_pod(pod: Obj) -> list[Cause]:
         causes.append(not_supported("spec.restartPolicy", policy, _RESTART_POLICIES))
     grace = spec.get("terminationGracePeriodSeconds")
     if isinstance(grace, int) and grace < 0:
-        causes.append(invalid("spec.terminationGracePeriodSeconds", grace,
-                              "must be greater than or equal to 0"))
+        causes.append(
+            invalid("spec.terminationGracePeriodSeconds", grace, "must be greater than or equal to 0")
+        )
     deadline = spec.get("activeDeadlineSeconds")
     if deadline is not None and (not isinstance(deadline, int) or deadline <= 0):
-        causes.append(invalid("spec.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive"))
+        causes.append(
+            invalid("spec.activeDeadlineSeconds", deadline, "must be between 1 and 2147483647, inclusive")
+        )
     return causes
 
 
@@ -86,8 +91,11 @@ def validate_update(new: Obj, old: Obj) -> list[Cause]:
 
 
 def _mutable_view(spec: Obj) -> Obj:
-    view = {k: v for k, v in spec.items()
-            if k not in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")}
+    view = {
+        k: v
+        for k, v in spec.items()
+        if k not in ("activeDeadlineSeconds", "tolerations", "terminationGracePeriodSeconds")
+    }
     for kind in ("containers", "initContainers"):
         if kind in view:
             view[kind] = [{k: v for k, v in c.items() if k != "image"} for c in view[kind] or []]
@@ -112,8 +120,9 @@ def _validate_volumes(volumes: list[Obj], causes: list[Cause]) -> set[str]:
     return names
 
 
-def _validate_container(container: Obj, path: str, names: set[str], volumes: set[str],
-                        causes: list[Cause]) -> None:
+def _validate_container(
+    container: Obj, path: str, names: set[str], volumes: set[str], causes: list[Cause]
+) -> None:
     name = container.get("name")
     if not name:
         causes.append(required(f"{path}.name"))
@@ -159,14 +168,30 @@ def _validate_resources(resources: Obj, path: str, causes: list[Cause]) -> None:
         raw = (resources.get("requests") or {}).get(name)
         extended = "/" in name and not name.startswith("kubernetes.io/")
         if extended and name not in limits:
-            causes.append((f"{path}.limits", "FieldValueRequired",
-                           "Required value: Limit must be set for non overcommitable resources"))
+            causes.append(
+                (
+                    f"{path}.limits",
+                    "FieldValueRequired",
+                    "Required value: Limit must be set for non overcommitable resources",
+                )
+            )
         elif extended and request != limits[name]:
-            causes.append(invalid(f"{path}.requests[{name}]", raw, f"must be equal to {name} limit of "
-                                  f"{(resources.get('limits') or {}).get(name)}"))
+            causes.append(
+                invalid(
+                    f"{path}.requests[{name}]",
+                    raw,
+                    f"must be equal to {name} limit of {(resources.get('limits') or {}).get(name)}",
+                )
+            )
         elif name in limits and request > limits[name] and name in _STANDARD_RESOURCES:
-            causes.append(invalid(f"{path}.requests", raw, f"must be less than or equal to {name} limit of "
-                                  f"{(resources.get('limits') or {}).get(name)}"))
+            causes.append(
+                invalid(
+                    f"{path}.requests",
+                    raw,
+                    f"must be less than or equal to {name} limit of "
+                    f"{(resources.get('limits') or {}).get(name)}",
+                )
+            )
         if extended and request != request.to_integral_value():
             causes.append(invalid(f"{path}.requests[{name}]", raw, "must be an integer"))
 

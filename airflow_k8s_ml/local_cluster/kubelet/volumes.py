@@ -58,8 +58,9 @@ def prepare(pod: Obj, root: Path, state_dir: Path, secret: Lookup, config_map: L
     return dirs
 
 
-def _prepare_one(pod: Obj, volume: Obj, target: Path, state_dir: Path, secret: Lookup,
-                 config_map: Lookup) -> Path:
+def _prepare_one(
+    pod: Obj, volume: Obj, target: Path, state_dir: Path, secret: Lookup, config_map: Lookup
+) -> Path:
     namespace = pod["metadata"].get("namespace", "")
     if volume.get("hostPath") is not None:
         return _host_path(volume["hostPath"])
@@ -79,9 +80,13 @@ def _prepare_one(pod: Obj, volume: Obj, target: Path, state_dir: Path, secret: L
     return target
 
 
-def _projected_files(pod: Obj, volume: Obj, secret: Lookup, config_map: Lookup) -> dict[str, tuple[bytes, int]] | None:
+def _projected_files(
+    pod: Obj, volume: Obj, secret: Lookup, config_map: Lookup
+) -> dict[str, tuple[bytes, int]] | None:
     if volume.get("configMap") is not None:
-        return _source_files(volume["configMap"], config_map, "configmap", volume["configMap"].get("defaultMode"))
+        return _source_files(
+            volume["configMap"], config_map, "configmap", volume["configMap"].get("defaultMode")
+        )
     if volume.get("secret") is not None:
         src = dict(volume["secret"], name=volume["secret"].get("secretName", ""))
         return _source_files(src, secret, "secret", src.get("defaultMode"))
@@ -101,7 +106,9 @@ def _projected_files(pod: Obj, volume: Obj, secret: Lookup, config_map: Lookup) 
     return None
 
 
-def _source_files(src: Obj, lookup: Lookup, kind: str, default_mode: int | None) -> dict[str, tuple[bytes, int]]:
+def _source_files(
+    src: Obj, lookup: Lookup, kind: str, default_mode: int | None
+) -> dict[str, tuple[bytes, int]]:
     mode = default_mode if default_mode is not None else 0o644
     obj = lookup(src.get("name", ""))
     if obj is None:
@@ -120,7 +127,10 @@ def _source_files(src: Obj, lookup: Lookup, kind: str, default_mode: int | None)
                 continue
             what = "config" if kind == "configmap" else "secret"
             raise MountError(f"{kind} references non-existent {what} key: {key}")
-        files[item.get("path") or key] = (data[key], item.get("mode") if item.get("mode") is not None else mode)
+        files[item.get("path") or key] = (
+            data[key],
+            item.get("mode") if item.get("mode") is not None else mode,
+        )
     return files
 
 
@@ -140,7 +150,10 @@ def _downward_files(pod: Obj, src: Obj, default_mode: int | None) -> dict[str, t
     for item in src.get("items") or []:
         if item.get("fieldRef") is not None:
             value = field_value(pod, item["fieldRef"].get("fieldPath", ""))
-            files[item.get("path", "")] = (value.encode(), item.get("mode") if item.get("mode") is not None else mode)
+            files[item.get("path", "")] = (
+                value.encode(),
+                item.get("mode") if item.get("mode") is not None else mode,
+            )
     return files
 
 

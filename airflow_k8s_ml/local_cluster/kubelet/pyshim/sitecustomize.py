@@ -25,7 +25,7 @@ def _install(address: str) -> None:
             addr = (address, *addr[1:])
         original(self, addr)
 
-    socket.socket.bind = bind  # type: ignore[method-assign]
+    socket.socket.bind = bind  # type: ignore[method-assign,assignment]
 
 
 def _run_shadowed() -> None:

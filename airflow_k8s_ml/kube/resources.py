@@ -1,0 +1,158 @@
+"""Pure REST facts: which URL serves a kind, and how to find a workload's pods and name its replicas.
+
+Why our own table instead of discovery: the kinds we drive are fixed and well known, and a discovery round
+trip per client (what the dynamic client does) costs requests and start-up time in every task and trigger.
+Unknown kinds still work when the caller names the plural (``resource_for(..., plural=...)``).
+Shared by the sync and async clients so both build the same requests (sans-I/O core).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import quote
+
+from airflow_k8s_ml.errors import ValidationError
+
+__all__ = [
+    "JOB_NAME_LABEL",
+    "LEGACY_JOB_NAME_LABEL",
+    "PYTORCHJOB_NAME_LABEL",
+    "Resource",
+    "pod_label_key",
+    "pod_selector",
+    "replica_name",
+    "resource_for",
+    "resource_of",
+]
+
+JOB_NAME_LABEL = "batch.kubernetes.io/job-name"
+LEGACY_JOB_NAME_LABEL = "job-name"
+PYTORCHJOB_NAME_LABEL = "training.kubeflow.org/job-name"
+REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
+REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+
+
+@dataclass(frozen=True)
+class Resource:
+    """One REST resource (``group/version/plural``) and the kind it serves."""
+
+    group: str
+    version: str
+    plural: str
+    kind: str
+    namespaced: bool = True
+
+    @property
+    def api_version(self) -> str:
+        return f"{self.group}/{self.version}" if self.group else self.version
+
+    def collection_path(self, namespace: str | None) -> str:
+        """``/apis/batch/v1/namespaces/ns/jobs`` (all namespaces when ``namespace`` is None)."""
+        base = f"/apis/{self.group}/{self.version}" if self.group else f"/api/{self.version}"
+        if self.namespaced and namespace:
+            base += f"/namespaces/{quote(namespace, safe='')}"
+        return f"{base}/{self.plural}"
+
+    def object_path(self, namespace: str | None, name: str, subresource: str | None = None) -> str:
+        path = f"{self.collection_path(namespace)}/{quote(name, safe='')}"
+        return f"{path}/{subresource}" if subresource else path
+
+
+_KNOWN: tuple[Resource, ...] = (
+    Resource("", "v1", "pods", "Pod"),
+    Resource("", "v1", "events", "Event"),
+    Resource("", "v1", "services", "Service"),
+    Resource("", "v1", "configmaps", "ConfigMap"),
+    Resource("", "v1", "secrets", "Secret"),
+    Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
+    Resource("", "v1", "serviceaccounts", "ServiceAccount"),
+    Resource("", "v1", "namespaces", "Namespace", namespaced=False),
+    Resource("batch", "v1", "jobs", "Job"),
+    Resource("batch", "v1", "cronjobs", "CronJob"),
+    Resource("apps", "v1", "deployments", "Deployment"),
+    Resource("apps", "v1", "replicasets", "ReplicaSet"),
+    Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
+    Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
+    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+)
+
+#: The api version each workload kind is driven at when the caller only names the kind.
+DEFAULT_API_VERSIONS: dict[str, str] = {
+    "Job": "batch/v1",
+    "CronJob": "batch/v1",
+    "PyTorchJob": "kubeflow.org/v1",
+    "Deployment": "apps/v1",
+    "Pod": "v1",
+    "Event": "v1",
+}
+
+
+def _split(api_version: str) -> tuple[str, str]:
+    group, _, version = api_version.rpartition("/")
+    return group, version
+
+
+def resource_for(api_version: str | None, kind: str, *, plural: str | None = None) -> Resource:
+    """The resource serving ``kind`` at ``api_version`` (default: :data:`DEFAULT_API_VERSIONS`).
+
+    Raises ``ValidationError('kind')`` for a kind we do not know unless ``plural`` is given.
+    """
+    api_version = api_version or DEFAULT_API_VERSIONS.get(kind)
+    if not api_version:
+        raise ValidationError("kind", f"unknown kind {kind!r}: pass its apiVersion")
+    group, version = _split(api_version)
+    for res in _KNOWN:
+        if res.kind == kind and res.group == group and res.version == version:
+            return res if plural in (None, res.plural) else Resource(group, version, plural, kind)
+    if plural:
+        return Resource(group, version, plural, kind)
+    raise ValidationError("kind", f"unknown resource {api_version} {kind}: pass plural=")
+
+
+def resource_of(obj: Mapping[str, Any]) -> Resource:
+    """The resource of a full object (``apiVersion`` and ``kind`` set)."""
+    kind = obj.get("kind")
+    if not isinstance(kind, str) or not kind:
+        raise ValidationError("kind", "the object has no kind")
+    return resource_for(obj.get("apiVersion"), kind)
+
+
+def _template_labels(workload: Mapping[str, Any] | None) -> Mapping[str, Any]:
+    spec = (workload or {}).get("spec") or {}
+    return ((spec.get("template") or {}).get("metadata") or {}).get("labels") or {}
+
+
+def pod_label_key(kind: str, workload: Mapping[str, Any] | None = None) -> str | None:
+    """The label whose value is the workload's name on every pod it owns; None for kinds we do not track.
+
+    Jobs: ``batch.kubernetes.io/job-name``, or the legacy ``job-name`` when the Job's template shows only
+    that (clusters older than 1.27). PyTorchJobs: ``training.kubeflow.org/job-name``.
+    """
+    if kind == "Job":
+        labels = _template_labels(workload)
+        if workload is not None and LEGACY_JOB_NAME_LABEL in labels and JOB_NAME_LABEL not in labels:
+            return LEGACY_JOB_NAME_LABEL
+        return JOB_NAME_LABEL
+    if kind == "PyTorchJob":
+        return PYTORCHJOB_NAME_LABEL
+    return None
+
+
+def pod_selector(kind: str, name: str, workload: Mapping[str, Any] | None = None) -> str | None:
+    """``<label>=<name>`` selecting the workload's pods, or None when the kind has no such label."""
+    key = pod_label_key(kind, workload)
+    return f"{key}={name}" if key else None
+
+
+def replica_name(pod: Mapping[str, Any]) -> str:
+    """``master-0`` / ``worker-1`` for training-operator pods, else the pod name (``[pod-name]`` in logs)."""
+    meta = pod.get("metadata") or {}
+    labels = meta.get("labels") or {}
+    role, index = labels.get(REPLICA_TYPE_LABEL), labels.get(REPLICA_INDEX_LABEL)
+    if role and index is not None:
+        return f"{str(role).lower()}-{index}"
+    return str(meta.get("name") or "?")

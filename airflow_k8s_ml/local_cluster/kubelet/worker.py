@@ -1,0 +1,386 @@
+"""The life of one pod on the node, from sandbox to final status (the kubelet's pod worker).
+
+Sandbox (GPU indices, volumes, pod IP), init containers one after another, app containers together,
+then the final status. A stop request (graceful deletion, eviction, activeDeadlineSeconds, the pod
+vanishing, the cluster stopping) ends every container with its grace period; what is written
+afterwards depends on why. All status goes through :meth:`PodWorker.publish`, which renders the whole
+status from the container states (see :mod:`.status`) and writes it with ``store.mutate``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from .. import errors
+from ..meta import rfc3339
+from . import fit, images, volumes
+from .container import ContainerRunner
+from .envvars import CreateContainerError, Sources, expand, resolve
+from .logfile import container_log_path
+from .mounts import Mount, mount_table, rewriter
+from .network import HOST_IP, api_server_env, bind_shim_env
+from .runtime import ContainerProcess
+from .status import ContainerState, kubelet_conditions, merge_conditions, pod_phase
+
+if TYPE_CHECKING:
+    from .kubelet import Kubelet
+
+Obj = dict[str, Any]
+HOST_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH")  # host variables a process needs to run
+
+
+@dataclass
+class StopRequest:
+    """Why and how fast the pod's containers must stop. ``kind``: delete | evict | deadline | removed |
+    shutdown; ``reason``/``message`` become the pod's for evict and deadline."""
+
+    kind: str
+    grace: float
+    reason: str = ""
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Launch:
+    argv: list[str]
+    env: dict[str, str]
+    cwd: Path
+
+
+class PodWorker:
+    def __init__(self, kubelet: Kubelet, pod: Obj) -> None:
+        self.kubelet = kubelet
+        self.settings = kubelet.settings
+        self.pod = pod  # latest stored object; read-only (it is the store's own copy)
+        meta, spec = pod["metadata"], pod.get("spec") or {}
+        self.uid, self.namespace, self.name = meta["uid"], meta.get("namespace", ""), meta["name"]
+        self.init_states = [
+            ContainerState(c.get("name", ""), c.get("image", "")) for c in spec.get("initContainers") or []
+        ]
+        self.main_states = [
+            ContainerState(c.get("name", ""), c.get("image", "")) for c in spec.get("containers") or []
+        ]
+        self.root = volumes.pod_dir(self.settings.state_dir, pod)
+        self.rootfs = self.root / "rootfs"
+        self.pod_ip = ""
+        self.gpus: list[int] = []
+        self.volume_dirs: dict[str, Path] = {}
+        self.sandbox = False
+        self.terminal = False
+        self.forced: tuple[str, str, str] | None = None
+        self.extra_conditions: list[Obj] = []
+        self.stopping: StopRequest | None = None
+        self.stop_event = asyncio.Event()
+        self.kill_now = asyncio.Event()
+        self.processes: set[ContainerProcess] = set()
+        self.start_time = time.time()
+        self.retry_interval = min(self.settings.crashloop_backoff_base, 2.0)
+        self._sidecars: list[tuple[ContainerRunner, asyncio.Future[None]]] = []
+        self.task: asyncio.Future[None] | None = None
+
+    # -- helpers used by the container runners ------------------------------------------------------
+    def event(self, type_: str, reason: str, message: str) -> None:
+        if self.stopping is None or self.stopping.kind not in ("removed", "shutdown"):
+            self.kubelet.cluster.events.record(self.pod, type_, reason, message, "kubelet")
+
+    async def sleep_or_stop(self, seconds: float) -> bool:
+        """Sleep; True when the pod is being stopped (the caller should give up)."""
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self.stop_event.wait(), max(seconds, 0))
+        return self.stopping is not None
+
+    def grace_period(self) -> int:
+        grace = (self.pod.get("spec") or {}).get("terminationGracePeriodSeconds")
+        return int(grace) if grace is not None else self.settings.default_grace_period
+
+    def log_path(self, container: str, container_id: str) -> Path:
+        return container_log_path(self.root, container, container_id)
+
+    def termination_file(self, container: str) -> Path:
+        path = self.root / "termination" / container
+        path.parent.mkdir(parents=True, exist_ok=True)
+        return path
+
+    # -- stopping ----------------------------------------------------------------------------------
+    def request_stop(self, request: StopRequest) -> None:
+        """First request wins the reason; a later one can only shorten the grace or silence the worker."""
+        if self.stopping is None:
+            self.stopping = request
+            self.stop_event.set()
+        else:
+            self.stopping.grace = min(self.stopping.grace, request.grace)
+            if request.kind in ("removed", "shutdown"):
+                self.stopping.kind = request.kind
+        if self.stopping.grace <= 0:
+            self.kill_now.set()
+
+    def observe(self, pod: Obj) -> None:
+        """A newer version of the pod was stored: deletion starts a graceful stop."""
+        self.pod = pod
+        meta = pod["metadata"]
+        if meta.get("deletionTimestamp"):
+            grace = meta.get("deletionGracePeriodSeconds")
+            self.request_stop(
+                StopRequest("delete", float(grace if grace is not None else self.grace_period()))
+            )
+
+    # -- lifecycle ---------------------------------------------------------------------------------
+    async def run(self) -> None:
+        try:
+            await self._lifecycle()
+        finally:
+            await self._kill_all()
+            self.kubelet.worker_done(self)
+
+    async def _lifecycle(self) -> None:
+        self.start_time = _parse_start(self.pod) or self.start_time
+        self.publish()
+        if self._rejected():
+            return
+        if await self._setup():
+            deadline = self._deadline_timer()
+            try:
+                if await self._run_init():
+                    await self._run_main()
+            finally:
+                if deadline is not None:
+                    deadline.cancel()
+        await self._finish()
+
+    def _rejected(self) -> bool:
+        """Kubelet admission: a pod bound without the scheduler must still fit the node."""
+        used = fit.used_resources(
+            self.kubelet.store.iter(self.kubelet.pods_rt), self.settings.node_name, self.uid
+        )
+        problem = fit.rejection(fit.pod_requests(self.pod), used, fit.node_capacity(self.settings.capacity))
+        if problem is None:
+            return False
+        reason, message = problem
+        self.event("Warning", reason, message.removeprefix("Pod was rejected: "))
+        self.forced, self.terminal = ("Failed", reason, message), True
+        self.publish()
+        return True
+
+    async def _setup(self) -> bool:
+        wanted = int(fit.pod_requests(self.pod).get(fit.GPU, 0))
+        while self.stopping is None:
+            gpus = self.kubelet.gpus.allocate(self.uid, wanted) if wanted else []
+            if gpus is not None:
+                try:
+                    self.volume_dirs = volumes.prepare(
+                        self.pod,
+                        self.root,
+                        self.settings.state_dir,
+                        lambda n: self.kubelet.lookup("secrets", self.namespace, n),
+                        lambda n: self.kubelet.lookup("configmaps", self.namespace, n),
+                    )
+                    self.gpus = gpus
+                    break
+                except (volumes.MountError, OSError) as exc:
+                    self.event("Warning", "FailedMount", str(exc))
+            if await self.sleep_or_stop(self.retry_interval):
+                return False
+        if self.stopping is not None:
+            return False
+        for sub in ("root", "tmp"):
+            (self.rootfs / sub).mkdir(parents=True, exist_ok=True)
+        host_network = bool((self.pod.get("spec") or {}).get("hostNetwork"))
+        self.pod_ip = HOST_IP if host_network else self.kubelet.ips.allocate(self.uid)
+        self.sandbox = True
+        waiting = "PodInitializing" if self.init_states else "ContainerCreating"
+        for state in [*self.init_states, *self.main_states]:
+            state.wait(waiting)
+        self.publish()
+        return True
+
+    def _deadline_timer(self) -> asyncio.TimerHandle | None:
+        deadline = (self.pod.get("spec") or {}).get("activeDeadlineSeconds")
+        if not deadline:
+            return None
+        message = "Pod was active on the node longer than the specified deadline"
+
+        def expire() -> None:
+            self.event("Normal", "DeadlineExceeded", message)
+            self.request_stop(
+                StopRequest("deadline", float(self.grace_period()), "DeadlineExceeded", message)
+            )
+
+        delay = max(self.start_time + float(deadline) - time.time(), 0)
+        return asyncio.get_running_loop().call_later(delay, expire)
+
+    async def _run_init(self) -> bool:
+        spec = self.pod.get("spec") or {}
+        for container, state in zip(spec.get("initContainers") or [], self.init_states, strict=False):
+            runner = ContainerRunner(self, container, state, init=True)
+            if container.get("restartPolicy") == "Always":
+                if not await self._start_sidecar(runner):
+                    return False
+                continue
+            await runner.run()
+            if self.stopping is not None or (state.terminated or {}).get("exitCode", 1) != 0:
+                return False
+        for state in self.main_states:
+            state.wait("ContainerCreating")
+        self.publish()
+        return True
+
+    async def _start_sidecar(self, runner: ContainerRunner) -> bool:
+        task = asyncio.ensure_future(runner.run())
+        self._sidecars.append((runner, task))
+        started = asyncio.ensure_future(runner.started.wait())
+        await asyncio.wait(
+            [task, started, asyncio.ensure_future(self.stop_event.wait())],
+            return_when=asyncio.FIRST_COMPLETED,
+        )
+        return runner.started.is_set() and self.stopping is None
+
+    async def _run_main(self) -> None:
+        spec = self.pod.get("spec") or {}
+        runners = [
+            ContainerRunner(self, c, s, init=False)
+            for c, s in zip(spec.get("containers") or [], self.main_states, strict=False)
+        ]
+        await asyncio.gather(*(r.run() for r in runners))
+        for runner, task in self._sidecars:
+            runner.halt(float(self.grace_period()))
+            await task
+
+    async def _finish(self) -> None:
+        request = self.stopping
+        if request is None or request.kind in ("removed", "shutdown"):
+            self.terminal = request is None
+            self.publish()
+            return
+        self.terminal = True
+        if request.kind == "evict":
+            self.forced = ("Failed", request.reason or "Evicted", request.message)
+            self.extra_conditions = [
+                {
+                    "type": "DisruptionTarget",
+                    "status": "True",
+                    "reason": "TerminationByKubelet",
+                    "message": request.message,
+                }
+            ]
+        elif request.kind == "deadline":
+            self.forced = ("Failed", request.reason, request.message)
+        self.publish()
+        if request.kind == "delete":
+            with contextlib.suppress(errors.ApiError):
+                self.kubelet.store.delete(
+                    self.kubelet.pods_rt, self.namespace, self.name, grace_period=0, precondition_uid=self.uid
+                )
+
+    async def _kill_all(self) -> None:
+        for proc in list(self.processes):
+            proc.signal(signal.SIGKILL)
+        for proc in list(self.processes):
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(asyncio.shield(proc.exited), 5)
+
+    # -- status ------------------------------------------------------------------------------------
+    def publish(self) -> None:
+        if self.stopping is not None and self.stopping.kind in ("removed", "shutdown"):
+            return
+        now = time.time()
+        spec = self.pod.get("spec") or {}
+
+        def apply(pod: Obj) -> None:
+            if pod["metadata"].get("uid") != self.uid:
+                return
+            status = pod.setdefault("status", {})
+            if self.forced is not None:
+                phase, status["reason"], status["message"] = self.forced
+            else:
+                phase = pod_phase(spec, self.init_states, self.main_states, self.terminal)
+            status["phase"] = phase
+            sandbox = self.sandbox and phase not in fit.TERMINAL_PHASES
+            fresh = kubelet_conditions(spec, self.init_states, self.main_states, phase, sandbox)
+            status["conditions"] = merge_conditions(
+                status.get("conditions") or [], fresh + self.extra_conditions, now
+            )
+            status["hostIP"], status["hostIPs"] = HOST_IP, [{"ip": HOST_IP}]
+            if self.pod_ip:
+                status["podIP"], status["podIPs"] = self.pod_ip, [{"ip": self.pod_ip}]
+            status["startTime"] = rfc3339(self.start_time)
+            if self.init_states:
+                status["initContainerStatuses"] = [s.render() for s in self.init_states]
+            status["containerStatuses"] = [s.render() for s in self.main_states]
+
+        updated = self.kubelet.store.mutate(self.kubelet.pods_rt, self.namespace, self.name, apply)
+        if updated is not None and updated["metadata"].get("uid") == self.uid:
+            self.pod = updated
+
+    # -- how a container is launched ---------------------------------------------------------------
+    def launch_spec(self, container: Obj) -> Launch:
+        """argv, environment and working directory of the next instance (raises ConfigError)."""
+        name, image = str(container.get("name", "")), str(container.get("image", ""))
+        message_path = container.get("terminationMessagePath") or "/dev/termination-log"
+        mounts = mount_table(
+            container, self.volume_dirs, [Mount(message_path, str(self.termination_file(name)))]
+        )
+        rewrite = rewriter(mounts)
+        service_env = api_server_env(self.kubelet.cluster.url)
+        sources = Sources(
+            secret=lambda n: self.kubelet.lookup("secrets", self.namespace, n),
+            config_map=lambda n: self.kubelet.lookup("configmaps", self.namespace, n),
+            allocatable=fit.node_capacity(self.settings.capacity),
+        )
+        spec_env = resolve(self.pod, container, sources, service_env, rewrite)
+        for warning in sources.warnings:
+            self.event("Warning", "InvalidEnvironmentVariableNames", warning)
+        mapping = {**service_env, **spec_env}
+        command = [expand(rewrite(str(x)), mapping) for x in container.get("command") or []]
+        args = [expand(rewrite(str(x)), mapping) for x in container.get("args") or []]
+        argv = [*images.command_prefix(self.settings.images, image), *command, *args]
+        if not argv:
+            raise CreateContainerError(
+                f'no command specified: the local cluster runs commands on the host and image "{image}" '
+                "has no command prefix rule; set the container's command"
+            )
+        env = {**self._base_env(), **service_env, **spec_env}
+        if not (self.pod.get("spec") or {}).get("hostNetwork"):
+            env.update(bind_shim_env(self.pod_ip, spec_env.get("PYTHONPATH")))
+        return Launch(argv, env, self._working_dir(container, rewrite))
+
+    def _base_env(self) -> dict[str, str]:
+        """What the image and runtime would provide: PATH (the cluster's Python first), HOME, TMPDIR."""
+        env = {k: os.environ[k] for k in HOST_ENV if k in os.environ}
+        host_path = os.environ.get("PATH") or "/usr/local/bin:/usr/bin:/bin"
+        env["PATH"] = f"{os.path.dirname(sys.executable)}:{host_path}"
+        env["HOSTNAME"] = (self.pod.get("spec") or {}).get("hostname") or self.name
+        env["HOME"] = str(self.rootfs / "root")
+        env["TMPDIR"] = str(self.rootfs / "tmp")
+        env["CUDA_VISIBLE_DEVICES"] = ",".join(str(i) for i in self.gpus)
+        if self.gpus:
+            env["NVIDIA_VISIBLE_DEVICES"] = env["CUDA_VISIBLE_DEVICES"]
+        return env
+
+    def _working_dir(self, container: Obj, rewrite: Any) -> Path:
+        """workingDir on the host: under a volume it is rewritten, an existing host directory is used as
+        is, anything else is created inside the pod's private root (``<pod dir>/rootfs``)."""
+        wanted = container.get("workingDir")
+        if not wanted:
+            return self.rootfs
+        rewritten = rewrite(wanted)
+        if rewritten != wanted or Path(wanted).is_dir():
+            path = Path(rewritten)
+        else:
+            path = self.rootfs / wanted.lstrip("/")
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+
+def _parse_start(pod: Obj) -> float | None:
+    from ..meta import parse_time
+
+    start = (pod.get("status") or {}).get("startTime")
+    return parse_time(start) if start else None
