@@ -37,7 +37,7 @@ __all__ = [
     "observe",
 ]
 
-#: The ``task_state_store`` key. Renaming it breaks in-flight retries of deployed DAGs (the old key is stored).
+#: The ``task_state_store`` key. Renaming it breaks in-flight retries of deployed DAGs (old key stored).
 STATE_KEY = "airflow_k8s_ml.workload"
 #: Annotation carrying the checkpoint an attempt resumed from, so a result can be rebuilt from the object.
 RESUMED_FROM_ANNOTATION = f"{ANNOTATION_PREFIX}resumed-from"

@@ -1,0 +1,65 @@
+"""Eviction: through the API (``pods/eviction``: graceful delete) and by the kubelet (admin action
+``evict``: Failed, reason Evicted, condition DisruptionTarget)."""
+
+from __future__ import annotations
+
+import json
+import ssl
+import urllib.request
+
+from kubernetes import client
+
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+
+from .pod_helpers import condition, container_status, phase_is, pod_body, read_log, wait_pod, watch_pod
+
+_SLEEPER = "import time; print('up', flush=True); time.sleep(60)"
+
+
+def _running(core: client.CoreV1Api, namespace: str, name: str) -> None:
+    wait_pod(core, namespace, name, lambda p: p.status.phase == "Running"
+             and read_log(core, namespace, name) == "up\n")
+
+
+def _admin(cluster: ClusterThread, action: str, body: dict) -> dict:
+    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
+    request = urllib.request.Request(f"{cluster.url}/admin/{action}", data=json.dumps(body).encode(), method="POST",
+                                     headers={"Authorization": f"Bearer {cluster.token}",
+                                              "Content-Type": "application/json"})
+    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
+        return json.loads(response.read())
+
+
+def test_kubelet_eviction_fails_the_pod(core: client.CoreV1Api, namespace: str, cluster: ClusterThread) -> None:
+    core.create_namespaced_pod(namespace, pod_body("victim", _SLEEPER))
+    _running(core, namespace, "victim")
+
+    evicted = _admin(cluster, "evict", {"namespace": namespace, "name": "victim",
+                                        "message": "The node was low on resource: memory. "})
+
+    assert evicted["status"]["phase"] == "Failed" and evicted["status"]["reason"] == "Evicted"
+    pod = wait_pod(core, namespace, "victim", phase_is("Failed"))
+    assert pod.status.message == "The node was low on resource: memory. "
+    target = condition(pod, "DisruptionTarget")
+    assert (target.status, target.reason) == ("True", "TerminationByKubelet")
+    assert container_status(pod).state.terminated.exit_code == 137
+
+
+def test_eviction_api_deletes_the_pod_gracefully(core: client.CoreV1Api, namespace: str) -> None:
+    core.create_namespaced_pod(namespace, pod_body("drained", _SLEEPER, terminationGracePeriodSeconds=1))
+    _running(core, namespace, "drained")
+
+    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name="drained", namespace=namespace))
+    response = core.create_namespaced_pod_eviction("drained", namespace, eviction, _preload_content=False)
+    assert response.status == 201
+    assert json.loads(response.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {},
+                                         "status": "Success", "code": 201}
+
+    seen = watch_pod(core, namespace, "drained", lambda p: condition(p, "DisruptionTarget") is not None)
+    target = condition(seen[-1], "DisruptionTarget")
+    assert (target.reason, target.message) == ("EvictionByEvictionAPI", "Eviction API: evicting")
+    assert seen[-1].metadata.deletion_timestamp is not None
+    try:
+        wait_pod(core, namespace, "drained", lambda p: False, timeout=5)
+    except client.ApiException as gone:
+        assert gone.status == 404
