@@ -12,10 +12,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from airflow_k8s_ml.kube.resources import REPLICA_TYPE_LABEL, replica_name
 from airflow_k8s_ml.status import pod_problem, pods_problems, scheduling_message
 from airflow_k8s_ml.status.pod import WAITING_PROBLEMS
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.kube.sync_client import KubeClient
 
 __all__ = [
     "Diagnostics",
@@ -28,8 +32,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
-REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 #: At most this many pods get their logs fetched: a 64-worker job must not produce a 64-page task log.
 MAX_PODS_WITH_LOGS = 8
 
@@ -41,10 +43,7 @@ def _meta(obj: Mapping[str, Any]) -> Mapping[str, Any]:
 def replica_of(pod: Mapping[str, Any]) -> str | None:
     """``master-0`` / ``worker-1`` for PyTorchJob pods (training-operator labels), None otherwise."""
     labels = _meta(pod).get("labels") or {}
-    role = labels.get(REPLICA_TYPE_LABEL)
-    if not role:
-        return None
-    return f"{str(role).lower()}-{labels.get(REPLICA_INDEX_LABEL, '0')}"
+    return replica_name(pod) if labels.get(REPLICA_TYPE_LABEL) else None
 
 
 @dataclass(frozen=True)
@@ -128,14 +127,6 @@ def _last_line(lines: Sequence[str]) -> str:
     return next((line.strip() for line in reversed(lines) if line.strip()), "")
 
 
-def _event_text(event: Mapping[str, Any]) -> str:
-    involved = event.get("involvedObject") or {}
-    where = f"{str(involved.get('kind', '')).lower()}/{involved.get('name', '?')}"
-    count = event.get("count")
-    times = f" (x{count})" if isinstance(count, int) and count > 1 else ""
-    return f"{event.get('reason', '')} {where}: {event.get('message', '')}{times}"
-
-
 @dataclass(frozen=True)
 class Diagnostics:
     """Everything gathered about a finished or stuck workload; ``report`` goes to the task log."""
@@ -186,18 +177,16 @@ def _has_started(pod: Mapping[str, Any]) -> bool:
 
 
 def _tail(
-    client: Any, pod: Mapping[str, Any], namespace: str, container: str | None, lines: int
+    client: KubeClient, pod: Mapping[str, Any], namespace: str, container: str | None, lines: int
 ) -> list[str]:
     try:
-        text = client.pod_log_tail(pod, namespace, container=container, lines=lines)
-    except Exception as exc:  # logs of a pod that never started, or a pod already gone
+        text = client.pod_log_tail(str(_meta(pod).get("name")), namespace, container=container, lines=lines)
+    except Exception as exc:  # a pod already gone, an API server that keeps failing
         return [f"(no logs: {exc})"]
-    if isinstance(text, bytes):
-        text = text.decode("utf-8", "replace")
-    return text.splitlines() if isinstance(text, str) else [str(line) for line in text or []]
+    return str(text).splitlines()
 
 
-def collect(client: Any, obj: Mapping[str, Any], kind: str, lines: int = 50) -> Diagnostics:
+def collect(client: KubeClient, obj: Mapping[str, Any], kind: str, lines: int = 50) -> Diagnostics:
     """Ask the cluster for pods, their log tails and Warning events. Never raises: a diagnostics failure is
     logged and yields what was gathered so far, because the caller is about to report a real error."""
     name = str(_meta(obj).get("name", ""))
@@ -219,7 +208,7 @@ def collect(client: Any, obj: Mapping[str, Any], kind: str, lines: int = 50) -> 
         tails[pod_name] = _tail(client, pod, namespace, containers.get(pod_name), lines)
     events: list[str] = []
     try:
-        events = [_event_text(e) for e in client.warning_events(obj)]
+        events = [str(line) for line in client.warning_events(obj)]
     except Exception as exc:
         _log.warning("could not list events of %s %s/%s: %s", kind, namespace, name, exc)
     return Diagnostics(failures, pods_problems(pods), tails, events)
