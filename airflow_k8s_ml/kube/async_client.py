@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import json
 import weakref
-from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from airflow_k8s_ml.kube.errors import ApiError, api_error
@@ -29,6 +29,8 @@ __all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube"]
 
 T = TypeVar("T")
 Query = list[tuple[str, str]]
+Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
+Lines = list[str]
 
 
 @dataclass(frozen=True)
@@ -37,7 +39,7 @@ class ClientSettings:
 
     pool_maxsize: int = 1000
     request_timeout: float = 60.0
-    retry: RetryPolicy = RetryPolicy()
+    retry: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class AsyncKube:
@@ -159,7 +161,7 @@ class AsyncKube:
     # -- helpers ----------------------------------------------------------------------------------------
     async def list(
         self, res: Resource, namespace: str | None, *, label_selector: str = "", fields: str = ""
-    ) -> tuple[list[dict[str, Any]], str]:
+    ) -> tuple[Items, str]:
         """(items with apiVersion/kind filled in, the list's resourceVersion)."""
         query: Query = []
         if label_selector:
@@ -219,7 +221,7 @@ class AsyncKube:
                 return ""
             raise
 
-    async def warning_events(self, namespace: str, uids: set[str], limit: int = 10) -> list[str]:
+    async def warning_events(self, namespace: str, uids: set[str], limit: int = 10) -> Lines:
         """Warning events of the given objects (workload and pods), formatted, oldest first."""
         events, _ = await self.list(resource_for("v1", "Event"), namespace, fields="type=Warning")
         return format_warnings(select_warnings(events, uids), limit=limit)
@@ -241,8 +243,10 @@ async def _connect(conn_id: str, settings: ClientSettings) -> AsyncKube:
 
     hook = AsyncKubernetesHook(conn_id=conn_id)
     await hook._load_config()
-    hook.client_configuration.connection_pool_maxsize = settings.pool_maxsize
-    return AsyncKube(conn_id, hook, async_client.ApiClient(configuration=hook.client_configuration), settings)
+    configuration = hook.client_configuration
+    assert configuration is not None  # _load_config creates it
+    configuration.connection_pool_maxsize = settings.pool_maxsize
+    return AsyncKube(conn_id, hook, async_client.ApiClient(configuration=configuration), settings)
 
 
 async def get_kube(conn_id: str = "kubernetes_default", settings: ClientSettings | None = None) -> AsyncKube:
@@ -271,8 +275,3 @@ async def close_all() -> None:
     clients = _clients.pop(asyncio.get_running_loop(), {})
     for kube in clients.values():
         await kube.close()
-
-
-def status_of(obj: Mapping[str, Any]) -> Mapping[str, Any]:
-    status = obj.get("status")
-    return status if isinstance(status, Mapping) else {}

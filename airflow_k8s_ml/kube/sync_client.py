@@ -42,6 +42,8 @@ PATCH_TYPES = {
     "apply": "application/apply-patch+yaml",
 }
 Query = list[tuple[str, str]]
+Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
+Lines = list[str]
 
 
 class KubeClient:
@@ -158,7 +160,9 @@ class KubeClient:
         result: dict[str, Any] = self.request("POST", res.collection_path(namespace), body=dict(obj))
         return result
 
-    def get(self, api_version: str, kind: str, name: str, namespace: str | None = None) -> dict[str, Any] | None:
+    def get(
+        self, api_version: str, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
         res = resource_for(api_version, kind)
         try:
@@ -171,14 +175,19 @@ class KubeClient:
 
     def list(
         self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
-    ) -> list[dict[str, Any]]:
+    ) -> Items:
         """Items with ``apiVersion``/``kind`` filled in (list items lack them), so ``classify`` reads them."""
         res = resource_for(api_version, kind)
         return self._list(res, self._ns(namespace), label_selector=label_selector)
 
     def _list(
-        self, res: Resource, namespace: str | None, *, label_selector: str | None = None, fields: str | None = None
-    ) -> list[dict[str, Any]]:
+        self,
+        res: Resource,
+        namespace: str | None,
+        *,
+        label_selector: str | None = None,
+        fields: str | None = None,
+    ) -> Items:
         query: Query = []
         if label_selector:
             query.append(("labelSelector", label_selector))
@@ -313,7 +322,7 @@ class KubeClient:
         return False
 
     # -- pods, logs, events -----------------------------------------------------------------------------
-    def pods_of(self, kind: str, name: str, namespace: str | None = None) -> list[dict[str, Any]]:
+    def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
         """The workload's pods by its name label (Jobs fall back to the legacy ``job-name`` label)."""
         key = pod_label_key(kind)
         if key is None:
@@ -344,7 +353,7 @@ class KubeClient:
                 return ""
             raise
 
-    def warning_events(self, obj: Mapping[str, Any], limit: int = 20) -> list[str]:
+    def warning_events(self, obj: Mapping[str, Any], limit: int = 20) -> Lines:
         """Warning events of the object and of its pods, oldest first, one line each."""
         meta = obj.get("metadata") or {}
         namespace = self._ns(meta.get("namespace"))

@@ -81,7 +81,9 @@ def to_timedelta(value: Any, field: str) -> timedelta | None:
     if isinstance(value, int | float):
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
-        raise ValidationError(field, f"must be a timedelta or a number of seconds, got {type(value).__name__}")
+        raise ValidationError(
+            field, f"must be a timedelta or a number of seconds, got {type(value).__name__}"
+        )
     if value <= timedelta(0):
         raise ValidationError(field, f"must be positive, got {value}")
     return value

@@ -1,18 +1,20 @@
-"""How a finished workload is reported: the XCom of a success, the message of a failure or an expiry (pure).
+"""How a finished workload is reported: the XCom of a success, the task-log report of a failure (pure).
 
-Why here and not in the operator: the operator's ``execute_complete``, its adopt-after-success shortcut and
-the sensor all report the same way, and the wording is tested without a cluster.
+Why here and not in the operator: the operator's ``execute_complete``, its return-without-relaunch shortcut
+and the sensor all report the same way, and the wording is tested without a cluster. The failure *message*
+itself is composed once, by the trigger (:func:`airflow_k8s_ml.triggers.diagnostics.failure_message`), and
+travels in the :class:`~airflow_k8s_ml.triggers.events.WorkloadEvent`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from datetime import datetime, timedelta
+from collections.abc import Iterable, Mapping
+from datetime import datetime
 from typing import Any
 
 from airflow_k8s_ml.status import WorkloadState
 
-__all__ = ["deadline_message", "failure_message", "format_budget", "result_payload"]
+__all__ = ["event_report", "result_payload"]
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -51,28 +53,23 @@ def result_payload(
     }
 
 
-def failure_message(kind: str, namespace: str, name: str, state: WorkloadState, headline: str) -> str:
-    """``Job ml/ft-abc failed: BackoffLimitExceeded: Job has reached the specified backoff limit; pod
-    ft-abc-x7k2p exited 3 (Error): <last log line>``."""
-    text = f"{kind} {namespace}/{name} failed: {state.reason or 'Failed'}"
-    if state.message:
-        text += f": {state.message}"
-    if headline:
-        text += f"; {headline}"
-    return text
-
-
-def format_budget(budget: timedelta | datetime | None) -> str:
-    """``0:30:00`` for a duration, ISO 8601 for an absolute deadline, "" when unknown."""
-    if isinstance(budget, datetime):
-        return budget.isoformat()
-    return str(budget) if budget is not None else ""
-
-
-def deadline_message(phase: str, budget: timedelta | datetime | None, why: str) -> str:
-    """``admission deadline 0:00:05 exceeded: 0/1 nodes are available: 1 Insufficient nvidia.com/gpu.``"""
-    text = f"{phase} deadline"
-    if budget is not None:
-        text += f" {format_budget(budget)}"
-    text += " exceeded"
-    return f"{text}: {why}" if why else text
+def event_report(
+    what: str, state: WorkloadState, pods: Iterable[Mapping[str, Any]], warnings: Iterable[str]
+) -> str:
+    """Multi-line text for the task log: final state, each failed pod (first failure first) with its exit
+    code, problem and last log lines, then the Warning events - written before anything is deleted."""
+    lines = [f"{what}: {state.summary()}"]
+    for pod in pods:
+        exit_code = pod.get("exit_code")
+        head = f"[{pod.get('replica')}] pod {pod.get('pod')}"
+        if exit_code is not None:
+            head += f" exited {exit_code}"
+        if pod.get("problem"):
+            head += f": {pod['problem']}"
+        lines.append(head)
+        lines += [f"  | {line}" for line in pod.get("last_lines") or []]
+    warnings = list(warnings)
+    if warnings:
+        lines.append("Warning events:")
+        lines += [f"  {warning}" for warning in warnings]
+    return "\n".join(lines)

@@ -45,9 +45,10 @@ ANNOTATIONS_TO_SKIP = frozenset(
 class RollbackPlan:
     """What ``kubectl rollout undo`` would do.
 
-    ``action``: ``patch`` (send ``patch`` as ``application/json-patch+json``), ``skip`` (the Deployment already
-    runs that template; kubectl prints "skipped rollback") or ``impossible`` (no such revision, no history,
-    paused). ``message`` is kubectl's wording; ``replica_set`` the ReplicaSet whose template is restored.
+    ``action``: ``patch`` (send ``patch`` as ``application/json-patch+json``), ``skip`` (the Deployment
+    already runs that template; kubectl prints "skipped rollback") or ``impossible`` (no such revision, no
+    history, paused). ``message`` is kubectl's wording; ``replica_set`` the ReplicaSet whose template is
+    restored.
     """
 
     action: Literal["patch", "skip", "impossible"]

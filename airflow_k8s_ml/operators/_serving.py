@@ -11,34 +11,34 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import fields
-from datetime import timedelta
 from typing import Any, TypeVar
 
+from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
 from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL, RunKey
+from airflow_k8s_ml.manifests.pod import PodTemplate
+from airflow_k8s_ml.manifests.serving import (
+    Autoscaling,
+    InferenceSpec,
+    IngressPolicy,
+    build_inference_objects,
+)
 from airflow_k8s_ml.manifests.validation import fail
 
 __all__ = [
+    "DEPLOYMENT_OPTIONS",
+    "POD_ARGUMENTS",
+    "batch_spec",
     "coerce_dataclass",
+    "inference_spec",
     "json_merge",
     "object_labels",
+    "pod_template",
+    "render_inference",
     "resolve_model_uri",
     "run_key",
-    "seconds",
-    "templated",
 ]
 
 T = TypeVar("T")
-
-
-def templated(value: Any) -> bool:
-    """True when ``value`` (or anything inside it) still holds an unrendered Jinja expression."""
-    if isinstance(value, str):
-        return "{{" in value or "{%" in value
-    if isinstance(value, Mapping):
-        return any(templated(k) or templated(v) for k, v in value.items())
-    if isinstance(value, list | tuple):
-        return any(templated(v) for v in value)
-    return False
 
 
 def run_key(context: Mapping[str, Any]) -> RunKey:
@@ -85,15 +85,6 @@ def coerce_dataclass(cls: type[T], value: Any, field_name: str) -> T | None:
     return cls(**value)
 
 
-def seconds(value: Any, field_name: str) -> float:
-    """A positive duration as seconds, from a timedelta or a number."""
-    if isinstance(value, timedelta):
-        value = value.total_seconds()
-    if isinstance(value, bool) or not isinstance(value, int | float) or value <= 0:
-        raise fail(field_name, f"must be a positive number of seconds or a timedelta, got {value!r}")
-    return float(value)
-
-
 def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
     """RFC 7386 JSON merge patch (``None`` deletes a key, lists are replaced): the raw-manifest escape hatch.
 
@@ -111,3 +102,123 @@ def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str,
         else:
             out[key] = copy.deepcopy(value)
     return out
+
+
+# --- typed specs from operator arguments -----------------------------------------------------------------
+
+#: PodTemplate fields the serving operators take as top-level arguments; the rest go in ``pod_options``.
+POD_ARGUMENTS = (
+    "image",
+    "command",
+    "args",
+    "env",
+    "secret_env",
+    "env_from_secrets",
+    "requests",
+    "limits",
+    "gpus",
+)
+#: InferenceSpec fields reachable through ``deployment_options`` (rollout tuning, rarely changed).
+DEPLOYMENT_OPTIONS = (
+    "max_surge",
+    "max_unavailable",
+    "min_ready_seconds",
+    "revision_history_limit",
+    "probe_period_seconds",
+    "progress_deadline_seconds",
+    "startup_timeout_seconds",
+)
+
+
+def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fail(field_name, f"must be a mapping, got {type(value).__name__}")
+    for key in value:
+        if key not in allowed:
+            raise fail(f"{field_name}.{key}", f"unknown option; expected one of {', '.join(sorted(allowed))}")
+    return dict(value)
+
+
+def pod_template(values: Mapping[str, Any]) -> PodTemplate:
+    """The pod from the top-level pod arguments plus ``pod_options`` (any other PodTemplate field)."""
+    extra_fields = tuple(f.name for f in fields(PodTemplate) if f.name not in POD_ARGUMENTS)
+    options = _options(values.get("pod_options"), extra_fields, "pod_options")
+    given = {name: values[name] for name in POD_ARGUMENTS if values.get(name) is not None}
+    return PodTemplate(**given, **options)
+
+
+def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:
+    """The InferenceSpec from the operator's (rendered) arguments; ``ValidationError`` names the field."""
+    options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
+    return InferenceSpec(
+        pod=pod_template(values),
+        model_uri=resolve_model_uri(values.get("model_uri")),
+        replicas=values.get("replicas"),
+        port=values.get("port", 8080),
+        service_port=values.get("service_port", 80),
+        readiness_path=values.get("readiness_path", "/readyz"),
+        liveness_path=values.get("liveness_path"),
+        autoscaling=coerce_dataclass(Autoscaling, values.get("autoscaling"), "autoscaling"),
+        pdb_min_available=values.get("pdb_min_available"),
+        network_policy=coerce_dataclass(IngressPolicy, values.get("network_policy"), "network_policy"),
+        labels=values.get("labels") or {},
+        annotations=values.get("annotations") or {},
+        **options,
+    )
+
+
+def render_inference(
+    spec: InferenceSpec, name: str, namespace: str, key: RunKey, overrides: Mapping[str, Any] | None = None
+) -> list[dict[str, Any]]:
+    """Every serving object in apply order, labelled with the run; ``overrides`` merged into the
+    Deployment (identity and selector may not change: the Service and PDB depend on them)."""
+    labels, annotations = object_labels(key)
+    objects = build_inference_objects(spec, name, namespace, labels, annotations)
+    if not overrides:
+        return objects
+    if not isinstance(overrides, Mapping):
+        raise fail("deployment_overrides", f"must be a mapping, got {type(overrides).__name__}")
+    out = []
+    for obj in objects:
+        if obj["kind"] == "Deployment":
+            merged = json_merge(obj, overrides)
+            for path in ("apiVersion", "kind"):
+                if merged.get(path) != obj[path]:
+                    raise fail(f"deployment_overrides.{path}", "may not be changed")
+            for path in ("name", "namespace"):
+                if (merged.get("metadata") or {}).get(path) != obj["metadata"][path]:
+                    raise fail(f"deployment_overrides.metadata.{path}", "may not be changed")
+            if (merged.get("spec") or {}).get("selector") != obj["spec"]["selector"]:
+                raise fail(
+                    "deployment_overrides.spec.selector", "may not be changed (Service and PDB use it)"
+                )
+            obj = merged
+        out.append(obj)
+    return out
+
+
+def batch_spec(values: Mapping[str, Any]) -> BatchInferenceSpec:
+    """:class:`BatchInferenceSpec` from the CronJob operator's (rendered) arguments."""
+    names = (
+        "schedule",
+        "time_zone",
+        "concurrency_policy",
+        "starting_deadline_seconds",
+        "successful_jobs_history_limit",
+        "failed_jobs_history_limit",
+        "suspend",
+        "backoff_limit",
+        "active_deadline_seconds",
+        "ttl_seconds_after_finished",
+    )
+    return BatchInferenceSpec(
+        pod=pod_template(values),
+        model_uri=resolve_model_uri(values.get("model_uri")),
+        input_uri=values.get("input_uri"),  # type: ignore[arg-type]
+        output_uri=values.get("output_uri"),  # type: ignore[arg-type]
+        labels=values.get("labels") or {},
+        annotations=values.get("annotations") or {},
+        **{name: values[name] for name in names if name in values},
+    )

@@ -44,12 +44,11 @@ def json_path(document: Any, path: str) -> tuple[bool, Any]:
     """``(found, value)`` at ``path`` (``$``, ``.key``, ``[0]``, ``["key"]``)."""
     value = document
     for token in _path_tokens(path):
-        if isinstance(token, int) and isinstance(value, list) and token < len(value):
-            value = value[token]
-        elif isinstance(token, str) and isinstance(value, Mapping) and token in value:
-            value = value[token]
-        else:
+        in_list = isinstance(token, int) and isinstance(value, list) and token < len(value)
+        in_map = isinstance(token, str) and isinstance(value, Mapping) and token in value
+        if not (in_list or in_map):
             return False, None
+        value = value[token]
     return True, value
 
 

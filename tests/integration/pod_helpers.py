@@ -37,12 +37,14 @@ def phase_is(*phases: str) -> Callable[[Pod], bool]:
 
 
 def watch_pod(core: client.CoreV1Api, namespace: str, name: str, until: Callable[[Pod], bool],
-              timeout: int = 15) -> list[Pod]:
-    """Every version of the pod seen until ``until`` holds (catches transient states polling would miss)."""
+              timeout: int = 15, since: str | None = None) -> list[Pod]:
+    """Every version of the pod seen until ``until`` holds (catches transient states polling would miss);
+    ``since`` is a resourceVersion to replay changes from (so nothing between two calls is missed)."""
     seen: list[Pod] = []
     stream = watch.Watch()
+    options = {"resource_version": since} if since else {}
     for event in stream.stream(core.list_namespaced_pod, namespace, field_selector=f"metadata.name={name}",
-                               timeout_seconds=timeout):
+                               timeout_seconds=timeout, **options):
         seen.append(event["object"])
         if until(event["object"]):
             stream.stop()

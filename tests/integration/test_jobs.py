@@ -146,6 +146,7 @@ def test_never_backoff_limit_gives_exactly_three_failed_pods(batch: Any, core: A
 
 
 def test_active_deadline_kills_and_counts_the_running_pod(batch: Any, core: Any, namespace: str) -> None:
+    since = core.list_namespaced_pod(namespace).metadata.resource_version
     batch.create_namespaced_job(
         namespace, job_body("slow", "import time; time.sleep(60)", activeDeadlineSeconds=1)
     )
@@ -154,8 +155,10 @@ def test_active_deadline_kills_and_counts_the_running_pod(batch: Any, core: Any,
     assert conditions(job)[-1] == ("Failed", "True", "DeadlineExceeded")
     assert job.status.conditions[-1].message == "Job was active longer than specified deadline"
     assert job.status.failed == 1 and not job.status.active and job.status.terminating == 0
-    for pod in job_pods(core, namespace, "slow"):  # stopped: gone, or terminal
-        assert pod.status.phase in ("Failed", "Succeeded")
+    events = replay(core.list_namespaced_pod, namespace, since)
+    assert any(e["object"].status.phase == "Running" for e in events)  # it was running ...
+    assert events[-1]["type"] == "DELETED"  # ... and was stopped and removed
+    assert job_pods(core, namespace, "slow") == []
 
 
 def test_on_failure_restarts_in_place_until_backoff_limit(batch: Any, core: Any, namespace: str) -> None:
@@ -289,7 +292,8 @@ def test_indexed_job_gives_each_pod_its_index(batch: Any, core: Any, namespace: 
         index = pod.metadata.annotations["batch.kubernetes.io/job-completion-index"]
         assert pod.metadata.labels["batch.kubernetes.io/job-completion-index"] == index
         assert pod.metadata.name.startswith(f"idx-{index}-")
-        assert core.read_namespaced_pod_log(pod.metadata.name, namespace).strip() == f"index={index}"
+        log = core.read_namespaced_pod_log(pod.metadata.name, namespace, _preload_content=False).data
+        assert log.decode().strip() == f"index={index}"
 
 
 def test_invalid_jobs_get_upstream_422(batch: Any, namespace: str) -> None:

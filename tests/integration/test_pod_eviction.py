@@ -48,6 +48,7 @@ def test_kubelet_eviction_fails_the_pod(core: client.CoreV1Api, namespace: str, 
 def test_eviction_api_deletes_the_pod_gracefully(core: client.CoreV1Api, namespace: str) -> None:
     core.create_namespaced_pod(namespace, pod_body("drained", _SLEEPER, terminationGracePeriodSeconds=1))
     _running(core, namespace, "drained")
+    before = core.read_namespaced_pod("drained", namespace).metadata.resource_version
 
     eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name="drained", namespace=namespace))
     response = core.create_namespaced_pod_eviction("drained", namespace, eviction, _preload_content=False)
@@ -55,7 +56,8 @@ def test_eviction_api_deletes_the_pod_gracefully(core: client.CoreV1Api, namespa
     assert json.loads(response.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {},
                                          "status": "Success", "code": 201}
 
-    seen = watch_pod(core, namespace, "drained", lambda p: condition(p, "DisruptionTarget") is not None)
+    seen = watch_pod(core, namespace, "drained", lambda p: p.metadata.deletion_timestamp is not None,
+                     since=before)
     target = condition(seen[-1], "DisruptionTarget")
     assert (target.reason, target.message) == ("EvictionByEvictionAPI", "Eviction API: evicting")
     assert seen[-1].metadata.deletion_timestamp is not None

@@ -9,9 +9,10 @@ from .pod_helpers import container_status, events_for, pod_body, read_log, wait_
 
 def test_denied_image_gives_err_image_pull_then_image_pull_back_off(core: client.CoreV1Api,
                                                                    namespace: str) -> None:
-    core.create_namespaced_pod(namespace, pod_body("denied", "pass", image="forbidden.example/x:1"))
+    created = core.create_namespaced_pod(namespace, pod_body("denied", "pass", image="forbidden.example/x:1"))
 
-    seen = watch_pod(core, namespace, "denied", lambda p: waiting_reason(p) == "ImagePullBackOff")
+    seen = watch_pod(core, namespace, "denied", lambda p: waiting_reason(p) == "ImagePullBackOff",
+                     since=created.metadata.resource_version)
     reasons = [waiting_reason(p) for p in seen]
     assert "ErrImagePull" in reasons and reasons.index("ErrImagePull") < reasons.index("ImagePullBackOff")
     err = next(p for p in seen if waiting_reason(p) == "ErrImagePull")

@@ -30,11 +30,11 @@ def _web_pod(name: str, delay: float, bind: str) -> dict:
 
 def test_two_pods_listen_on_the_same_port_and_become_ready(core: client.CoreV1Api, namespace: str) -> None:
     # "wildcard" binds 0.0.0.0 (rewritten to the pod IP); "explicit" binds $(POD_IP) from the downward API.
-    core.create_namespaced_pod(namespace, _web_pod("wildcard", 0.5, "0.0.0.0"))
+    created = core.create_namespaced_pod(namespace, _web_pod("wildcard", 0.5, "0.0.0.0"))
     core.create_namespaced_pod(namespace, _web_pod("explicit", 0.0, "$(POD_IP)"))
 
     seen = watch_pod(core, namespace, "wildcard", lambda p: condition(p, "Ready") is not None
-                     and condition(p, "Ready").status == "True")
+                     and condition(p, "Ready").status == "True", since=created.metadata.resource_version)
     running_unready = [p for p in seen if p.status.phase == "Running" and condition(p, "Ready").status == "False"]
     assert running_unready, "the readiness probe should keep the pod unready until the server answers"
     assert condition(running_unready[0], "Ready").message == "containers with unready status: [main]"

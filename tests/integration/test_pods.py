@@ -153,9 +153,10 @@ def test_on_failure_restarts_in_place_with_crash_loop_back_off(core: client.Core
     body = pod_body("flaky", code, restart="OnFailure",
                     container={"volumeMounts": [{"name": "work", "mountPath": "/work"}]},
                     volumes=[{"name": "work", "emptyDir": {}}])
-    core.create_namespaced_pod(namespace, body)
+    created = core.create_namespaced_pod(namespace, body)
 
-    seen = watch_pod(core, namespace, "flaky", phase_is("Succeeded", "Failed"))
+    seen = watch_pod(core, namespace, "flaky", phase_is("Succeeded", "Failed"),
+                     since=created.metadata.resource_version)
     back_offs = [container_status(p).state.waiting.message for p in seen
                  if waiting_reason(p) == "CrashLoopBackOff"]
     assert back_offs, "CrashLoopBackOff was never reported"
@@ -229,9 +230,9 @@ def test_sigkill_after_the_grace_period(core: client.CoreV1Api, namespace: str) 
     wait_pod(core, namespace, "stubborn", lambda p: p.status.phase == "Running"
              and read_log(core, namespace, "stubborn") == "up\n")
 
-    core.delete_namespaced_pod("stubborn", namespace, grace_period_seconds=1)
-    seen = watch_pod(core, namespace, "stubborn",
-                     lambda p: container_status(p).state.terminated is not None, timeout=10)
+    deleted = core.delete_namespaced_pod("stubborn", namespace, grace_period_seconds=1)
+    seen = watch_pod(core, namespace, "stubborn", lambda p: container_status(p).state.terminated is not None,
+                     timeout=10, since=deleted.metadata.resource_version)
     assert container_status(seen[-1]).state.terminated.exit_code == 137
     assert seen[-1].status.phase == "Failed"
 

@@ -136,8 +136,7 @@ def test_pod_failure_policy_rule_errors() -> None:
     )
     assert (
         "spec.podFailurePolicy.rules[0].onExitCodes.values[1]: Invalid value: 0: "
-        "must not be 0 for the In operator"
-        in text
+        "must not be 0 for the In operator" in text
     )
     assert "spec.podFailurePolicy.rules[0].onExitCodes.values[2]: Duplicate value: 3" in text
     assert (

@@ -89,7 +89,8 @@ def validate_cronjob(cronjob: Mapping[str, Any], old: Mapping[str, Any] | None) 
     causes = validate_spec(spec, old_spec)
     name = (cronjob.get("metadata") or {}).get("name") or ""
     if old is None and len(name) > MAX_NAME_LENGTH:  # skipped on update so old long names stay editable
-        causes.append(invalid("metadata.name", go_value(name), f"must be no more than {MAX_NAME_LENGTH} characters"))
+        detail = f"must be no more than {MAX_NAME_LENGTH} characters"
+        causes.append(invalid("metadata.name", go_value(name), detail))
     return causes
 
 
@@ -141,7 +142,11 @@ def validate_time_zone(time_zone: str | None) -> list[Cause]:
     causes: list[Cause] = []
     if time_zone.lower() == "local":
         causes.append(
-            invalid(path, value, "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones")
+            invalid(
+                path,
+                value,
+                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
+            )
         )
     else:
         try:

@@ -39,11 +39,20 @@ _DESCRIPTORS = {
     "@midnight": "0 0 * * *",
     "@hourly": "0 * * * *",
 }
-_MONTHS = {m: i + 1 for i, m in enumerate("jan feb mar apr may jun jul aug sep oct nov dec".split())}
-_DAYS = {d: i for i, d in enumerate("sun mon tue wed thu fri sat".split())}
+_MONTHS = {
+    m: i + 1
+    for i, m in enumerate(
+        ["jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"]
+    )
+}
+_DAYS = {d: i for i, d in enumerate(["sun", "mon", "tue", "wed", "thu", "fri", "sat"])}
 # (minimum, maximum, names) of minute, hour, day of month, month, day of week.
 _BOUNDS: tuple[tuple[int, int, dict[str, int]], ...] = (
-    (0, 59, {}), (0, 23, {}), (1, 31, {}), (1, 12, _MONTHS), (0, 6, _DAYS),
+    (0, 59, {}),
+    (0, 23, {}),
+    (1, 31, {}),
+    (1, 12, _MONTHS),
+    (0, 6, _DAYS),
 )
 _GO_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
@@ -51,6 +60,9 @@ _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 
 MANY_MISSED = 100
 # nextScheduleDelta: requeue a little after the schedule time, against clock skew.
 _NEXT_SCHEDULE_DELTA = 0.1
+
+
+_TOO_CLOSE = "time difference between two schedules is less than 1 second"
 
 
 class ScheduleError(ValueError):
@@ -197,7 +209,8 @@ def _int_or_name(expr: str, names: dict[str, int]) -> int:
 def _atoi(expr: str) -> int:
     """robfig ``mustParseInt`` (Go's ``strconv.Atoi`` messages)."""
     if not re.fullmatch(r"[+-]?[0-9]+", expr):
-        raise ScheduleError(f'failed to parse int from {expr}: strconv.Atoi: parsing "{expr}": invalid syntax')
+        detail = f'strconv.Atoi: parsing "{expr}": invalid syntax'
+        raise ScheduleError(f"failed to parse int from {expr}: {detail}")
     number = int(expr)
     if number < 0:
         raise ScheduleError(f"negative number ({number}) not allowed: {expr}")
@@ -259,7 +272,7 @@ def most_recent_schedule_time(
         return RecentSchedule(earliest, t1, 0)
     between = _round_seconds(t2 - t1) if t1 is not None and t2 is not None else 0
     if t1 is None or between < 1:
-        return RecentSchedule(earliest, None, 0, "time difference between two schedules is less than 1 second")
+        return RecentSchedule(earliest, None, 0, _TOO_CLOSE)
     missed = int((now - t1).total_seconds()) // between + 1
     # Jump close to now by the interval of the first two fires, then let the schedule walk the rest (one
     # interval earlier than the estimate, for irregular schedules such as "30 6-16/4 * * 1-5").
@@ -290,4 +303,4 @@ def next_schedule_delay(earliest: datetime, now: datetime, schedule: Schedule) -
 def _round_seconds(delta: timedelta) -> int:
     """Go's ``Duration.Round(time.Second)`` (halves away from zero) as whole seconds."""
     seconds = delta.total_seconds()
-    return int(math.floor(abs(seconds) + 0.5)) * (1 if seconds >= 0 else -1)
+    return math.floor(abs(seconds) + 0.5) * (1 if seconds >= 0 else -1)

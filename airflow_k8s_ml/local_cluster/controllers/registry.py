@@ -18,6 +18,8 @@ CONTROLLER_PATHS: list[str] = [
     "kubelet.claims:ClaimBinder",
     "controllers.job:JobController",
     "controllers.job_ttl:TTLAfterFinishedController",
+    "controllers.cronjob:CronJobController",
+    "controllers.pytorchjob:PyTorchJobController",
 ]
 
 

@@ -118,12 +118,12 @@ class Kubelet(Controller):
         if worker is not None:
             worker.observe(pod)
             return
-        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
-            return
         if pod["metadata"].get("deletionTimestamp"):
-            # Bound but never started: nothing to stop, confirm the deletion at once.
+            # Nothing runs (finished, or never started): confirm the deletion at once.
             with contextlib.suppress(errors.ApiError):
                 self.store.delete(self.pods_rt, key[0], key[1], grace_period=0, precondition_uid=uid)
+            return
+        if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
             return
         self._start_worker(key, pod)
 

@@ -1,0 +1,481 @@
+"""``_WorkloadOperator``: validate, render, submit-or-adopt, defer, finish - once, for every training kind.
+
+Why a shared base: the fine-tune Job and the PyTorchJob differ only in the object they render. Everything
+around it - parse-time validation of static arguments, templated ones checked before any API call,
+deterministic names and run labels, the submit-or-adopt decision (``task_state_store`` first, labels as the
+fallback and the guard), resume resolution on every launch, the deferral with phased deadlines, and the
+finish (XCom, diagnostics into the task log, cleanup policy, a precise failure message) - lives here once.
+Subclasses implement :meth:`_WorkloadOperator._render_spec` and declare their arguments.
+
+Import-light on purpose: this module is imported when a DAG file is parsed, so the Kubernetes client, the
+trigger, the status classifiers and the checkpoint store are imported inside the methods that need them.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from airflow.sdk import BaseOperator
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
+from airflow_k8s_ml.manifests.validation import check_non_empty_str
+from airflow_k8s_ml.operators._args import (
+    CHECKPOINT_URI_ENV,
+    PLACEHOLDER,
+    RESUME_FROM_ENV,
+    RESUME_PLACEHOLDER,
+    check_on_finish,
+    neutralize,
+    substitute_resume,
+)
+from airflow_k8s_ml.operators._waiting import WaitSettings
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, WorkloadRecord
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+__all__ = ["Placement", "_WorkloadOperator", "inject_env"]
+
+#: RunKey used to render at DAG parse time, when there is no run yet.
+_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
+
+
+@dataclass(frozen=True)
+class Placement:
+    """Where and as what one attempt is created: the parts of the object the operator owns."""
+
+    name: str
+    namespace: str
+    labels: Mapping[str, str]
+    annotations: Mapping[str, str]
+    env: Mapping[str, str] = field(default_factory=dict)
+    resume_uri: str | None = None
+
+
+def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) -> dict[str, Any]:
+    """The user's env plus ours; a user variable that we set too is an error naming it (no silent win)."""
+    env = dict(user_env or {})
+    for var in injected:
+        if var in env:
+            raise ValidationError(
+                f"env[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it"
+            )
+    return {**injected, **env}
+
+
+class _WorkloadOperator(BaseOperator):
+    """Base of the training operators; see the module docstring for what it owns.
+
+    :param manifest: raw escape hatch, a dict or a YAML file (``.yaml``/``.yml``, rendered by Airflow) of the
+        operator's kind; validated and labelled like a rendered one. Excludes the pod arguments.
+    :param namespace: where to create the workload (templated); None: the connection's namespace.
+    :param kubernetes_conn_id: the cncf ``kubernetes`` connection (kubeconfig path, in-cluster, ...).
+    :param resume_from: ``"latest"`` (newest complete checkpoint under ``checkpoint_uri``), a checkpoint URI,
+        or None (templated). Resolved at every launch, including retries; given to the pod as env
+        ``RESUME_FROM`` and wherever an argument contains ``{{ resume_from }}``.
+    :param checkpoint_uri: base URI of the checkpoints (templated); injected as env ``CHECKPOINT_URI``.
+    :param aws_conn_id: connection for ``s3://`` checkpoint lookups.
+    :param admission_timeout: Airflow-side budget while queued or unschedulable (timedelta or seconds).
+    :param startup_timeout: budget while pods are placed but not running (image pulls, init containers).
+    :param run_timeout: budget while running.
+    :param deadline: overall budget from the attempt's submission (timedelta), or an absolute time
+        (datetime or ISO 8601 string, templated, e.g.
+        ``{{ (logical_date + macros.timedelta(hours=6)).isoformat() }}``).
+    :param on_finish: ``keep`` (default), ``delete_on_success`` or ``delete`` (after success and failure; the
+        diagnostics are logged first). An expired deadline always deletes the workload.
+    :param deferrable: wait in the triggerer (default) instead of polling in the worker slot.
+    :param poll_interval: seconds between status reads when polling (sync mode, trigger fallback).
+    :param stream_logs: relay pod logs into the task log while waiting.
+    :param log_lines: how many last log lines per pod go into the task log on failure.
+    """
+
+    kind: ClassVar[str]
+    api_version: ClassVar[str]
+    #: Pod arguments that ``manifest=`` replaces (set either, not both).
+    pod_fields: ClassVar[tuple[str, ...]] = ()
+    template_fields: Sequence[str] = ("namespace", "resume_from", "checkpoint_uri", "deadline", "manifest")
+    template_ext: Sequence[str] = (".yaml", ".yml")
+    ui_color = "#dbe9f6"
+
+    def __init__(
+        self,
+        *,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: Any = None,
+        startup_timeout: Any = None,
+        run_timeout: Any = None,
+        deadline: Any = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.manifest = manifest
+        self.namespace = namespace
+        self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
+        self.resume_from = resume_from
+        self.checkpoint_uri = checkpoint_uri
+        self.aws_conn_id = aws_conn_id
+        self.admission_timeout = admission_timeout
+        self.startup_timeout = startup_timeout
+        self.run_timeout = run_timeout
+        self.deadline = deadline
+        self.on_finish = check_on_finish(on_finish)
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.stream_logs = stream_logs
+        self.log_lines = log_lines
+        self._record: WorkloadRecord | None = None
+
+    # -- validation -------------------------------------------------------------------------------------
+    def _validate_at_parse_time(self) -> None:
+        """Called by subclasses at the end of ``__init__``: everything static is checked now (DAG import
+        fails with the field's name); templated values stand in as placeholders until ``execute``."""
+        values = neutralize(self._values())
+        self._check_common(values)
+        if values["manifest"] is not None and self._is_yaml_path(values["manifest"]):
+            return  # a template file: Airflow renders it before execute, where it is validated
+        namespace = values["namespace"] or "default"
+        self._render_object(values, self._placement(values, _PARSE_TIME_KEY, namespace, resume_uri=None))
+
+    def _values(self) -> dict[str, Any]:
+        """Snapshot of the arguments the render reads (``template_fields`` are rendered by now in execute)."""
+        names = ("manifest", "namespace", "resume_from", "checkpoint_uri", "deadline", *self.spec_fields())
+        return {name: getattr(self, name) for name in names}
+
+    def spec_fields(self) -> tuple[str, ...]:
+        """Names of the subclass's arguments that go into its spec."""
+        return ()
+
+    def _is_yaml_path(self, manifest: Any) -> bool:
+        return isinstance(manifest, str) and manifest.strip().endswith(tuple(self.template_ext))
+
+    def _check_common(self, values: Mapping[str, Any]) -> None:
+        if values["namespace"] is not None:
+            validate_namespace(values["namespace"])
+        self._wait_settings(values)  # parses the deadlines
+        resume_from, checkpoint_uri = values["resume_from"], values["checkpoint_uri"]
+        if checkpoint_uri not in (None, PLACEHOLDER):
+            from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+            parse_uri(checkpoint_uri, "checkpoint_uri")
+        if resume_from not in (None, "", PLACEHOLDER):
+            if str(resume_from).strip().lower() == "latest":
+                if checkpoint_uri is None:
+                    raise ValidationError("resume_from", "'latest' needs checkpoint_uri (the base to search)")
+            else:
+                from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+                parse_uri(resume_from, "resume_from")
+        if values["manifest"] is not None:
+            given = [name for name in self.pod_fields if values.get(name) not in (None, {}, [], ())]
+            if given:
+                raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
+
+    def _wait_settings(self, values: Mapping[str, Any] | None = None) -> WaitSettings:
+        values = values if values is not None else self._values()
+        return WaitSettings.build(
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=values["deadline"],
+            poll_interval=self.poll_interval,
+            stream_logs=self.stream_logs,
+            log_lines=self.log_lines,
+        )
+
+    # -- rendering --------------------------------------------------------------------------------------
+    def _placement(
+        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
+    ) -> Placement:
+        from airflow_k8s_ml.operators._adopt import RESUMED_FROM_ANNOTATION
+
+        annotations = key.annotations()
+        env: dict[str, str] = {}
+        if values["checkpoint_uri"]:
+            env[CHECKPOINT_URI_ENV] = str(values["checkpoint_uri"])
+        if resume_uri:
+            env[RESUME_FROM_ENV] = resume_uri
+            annotations[RESUMED_FROM_ANNOTATION] = resume_uri
+        return Placement(
+            name=key.workload_name(self.kind),
+            namespace=namespace,
+            labels=key.labels(),
+            annotations=annotations,
+            env=env,
+            resume_uri=resume_uri,
+        )
+
+    def _render_object(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
+        """The object to create: the raw manifest (prepared) or the subclass's typed spec, rendered."""
+        if values["manifest"] is not None:
+            return self._render_raw(values["manifest"], placement)
+        return self._render_spec(values, placement)
+
+    def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _render_raw(self, manifest: Any, placement: Placement) -> dict[str, Any]:
+        from airflow_k8s_ml.manifests.raw import pod_templates, prepare_manifest
+
+        obj = prepare_manifest(
+            manifest,
+            namespace=placement.namespace,
+            name=placement.name,
+            labels=placement.labels,
+            annotations=placement.annotations,
+            kinds=frozenset({(self.api_version, self.kind)}),
+        )
+        for path, template in pod_templates(obj):
+            for index, container in enumerate((template.get("spec") or {}).get("containers") or []):
+                where = f"{path}.spec.containers[{index}]"
+                env = {item.get("name"): item for item in container.get("env") or []}
+                for var in placement.env:
+                    if var in env:
+                        raise ValidationError(
+                            f"{where}.env[{var}]", f"{var} is set by the operator; remove it"
+                        )
+                container["env"] = [{"name": k, "value": v} for k, v in placement.env.items()] + list(
+                    env.values()
+                )
+                if container.get("args"):
+                    container["args"] = substitute_resume(container["args"], placement.resume_uri)
+        return obj
+
+    # -- execute: submit or adopt -----------------------------------------------------------------------
+    def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
+        """Let ``{{ resume_from }}`` survive Jinja: it renders to itself and is replaced at launch, when the
+        checkpoint is known (rendering happens before ``execute``, too early to resolve it)."""
+        with_placeholder: Any = {**context, "resume_from": RESUME_PLACEHOLDER}
+        super().render_template_fields(with_placeholder, jinja_env)
+
+    def execute(self, context: Context) -> Any:
+        from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult
+
+        values = self._values()
+        self._check_common(values)
+        key = self._run_key(context)
+        client = self._client(values["namespace"])
+        namespace = values["namespace"] or client.namespace
+        self._render_object(values, self._placement(values, key, namespace, resume_uri=None))  # before any API call
+        settings = self._wait_settings(values)
+
+        decision = self._decide(context, client, key, namespace)
+        if isinstance(decision, ReturnResult):
+            return self._return_existing(context, decision, namespace)
+        if isinstance(decision, Adopt):
+            record = self._adopt(context, decision.workload, namespace)
+        else:
+            record = self._launch(client, values, key, namespace, decision)
+        self._remember(context, record)
+        if self.deferrable:
+            self.defer(
+                trigger=settings.trigger(record, delete_on_kill=True),
+                method_name="execute_complete",
+                kwargs={"record": record.to_dict()},
+            )
+        from airflow_k8s_ml.operators._waiting import poll_until_done
+
+        return self._finish(context, record, poll_until_done(client, record, settings, self.log))
+
+    def _run_key(self, context: Context) -> RunKey:
+        ti = context["ti"]
+        map_index = getattr(ti, "map_index", -1)
+        return RunKey(
+            dag_id=ti.dag_id,
+            task_id=ti.task_id,
+            run_id=ti.run_id,
+            map_index=map_index if isinstance(map_index, int) and map_index >= 0 else -1,
+        )
+
+    def _client(self, namespace: str | None) -> KubeClient:
+        from airflow_k8s_ml.kube.sync_client import KubeClient
+
+        return KubeClient(self.kubernetes_conn_id, namespace)
+
+    def _stored(self, context: Context) -> WorkloadRecord | None:
+        from airflow_k8s_ml.operators._adopt import STATE_KEY, WorkloadRecord
+
+        store = context.get("task_state_store")
+        return WorkloadRecord.from_dict(store.get(STATE_KEY)) if store is not None else None
+
+    def _remember(self, context: Context, record: WorkloadRecord) -> None:
+        """Persist the identity before deferring, so a crashed worker's retry finds it (ResumableJobMixin)."""
+        from airflow_k8s_ml.operators._adopt import STATE_KEY
+
+        self._record = record
+        store = context.get("task_state_store")
+        if store is not None:
+            store.set(STATE_KEY, record.to_dict())
+        else:
+            self.log.warning("task_state_store not available; the run labels alone will guard re-attachment")
+
+    def _decide(self, context: Context, client: KubeClient, key: RunKey, namespace: str) -> Decision:
+        from airflow_k8s_ml.operators._adopt import decide, observe
+
+        found = [
+            observe(obj, self.kind)
+            for obj in client.list(self.api_version, self.kind, namespace, key.label_selector())
+        ]
+        return decide(self._stored(context), found)
+
+    def _return_existing(self, context: Context, decision: Any, namespace: str) -> Any:
+        from airflow_k8s_ml.operators._outcome import result_payload
+
+        if decision.cached is not None:
+            self.log.info("%s already succeeded for this task instance; returning its result", self.kind)
+            return dict(decision.cached)
+        workload: Observed = decision.workload
+        self.log.info(
+            "%s %s/%s (attempt %d) already succeeded; returning its result without relaunching",
+            self.kind,
+            namespace,
+            workload.name,
+            workload.attempt,
+        )
+        identity = {"kind": self.kind, "name": workload.name, "namespace": namespace, "uid": workload.uid}
+        return result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
+
+    def _adopt(self, context: Context, workload: Observed, namespace: str) -> WorkloadRecord:
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+
+        stored = self._stored(context)
+        self.log.info(
+            "adopting active %s %s/%s (attempt %d, %s) instead of launching a new one",
+            self.kind,
+            namespace,
+            workload.name,
+            workload.attempt,
+            workload.state.summary(),
+        )
+        submitted_at = stored.submitted_at if stored is not None and stored.uid == workload.uid else None
+        return WorkloadRecord(
+            kind=self.kind,
+            api_version=self.api_version,
+            name=workload.name,
+            namespace=namespace,
+            uid=workload.uid,
+            attempt=workload.attempt,
+            submitted_at=submitted_at or _created_at(workload.obj) or time.time(),
+            resumed_from=workload.resumed_from,
+        )
+
+    def _launch(
+        self, client: KubeClient, values: Mapping[str, Any], key: RunKey, namespace: str, decision: Launch
+    ) -> WorkloadRecord:
+        from airflow_k8s_ml.kube.errors import ApiError
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+
+        if decision.previous is not None:
+            self.log.info(
+                "previous attempt %d (%s) ended %s; launching attempt %d",
+                decision.previous.attempt,
+                decision.previous.name,
+                decision.previous.state.summary(),
+                decision.attempt,
+            )
+        resume_uri = self._resolve_resume(values)
+        placement = self._placement(values, replace(key, attempt=decision.attempt), namespace, resume_uri)
+        obj = self._render_object(values, placement)
+        submitted_at = time.time()
+        try:
+            created = client.create(obj)
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+            # Same deterministic name already there: a concurrent or half-recorded launch. Adopt, never twin.
+            created = client.get(self.api_version, self.kind, placement.name, namespace) or {}
+        meta = created.get("metadata") or {}
+        self.log.info("created %s %s/%s (uid %s)", self.kind, namespace, placement.name, meta.get("uid"))
+        return WorkloadRecord(
+            kind=self.kind,
+            api_version=self.api_version,
+            name=placement.name,
+            namespace=namespace,
+            uid=str(meta.get("uid", "")),
+            attempt=decision.attempt,
+            submitted_at=submitted_at,
+            resumed_from=resume_uri,
+        )
+
+    def _resolve_resume(self, values: Mapping[str, Any]) -> str | None:
+        if not values["resume_from"]:
+            return None
+        from airflow_k8s_ml.checkpoints.resume import resolve_resume
+
+        return resolve_resume(values["resume_from"], values["checkpoint_uri"], self.aws_conn_id, self.log)
+
+    # -- finish -----------------------------------------------------------------------------------------
+    def execute_complete(
+        self, context: Context, event: Mapping[str, Any], record: Mapping[str, Any] | None = None
+    ) -> Any:
+        """Resume after the trigger fired: rebuild the typed event and finish."""
+        from airflow_k8s_ml.errors import K8sMLError
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        workload = WorkloadRecord.from_dict(record) or self._stored(context)
+        if workload is None:
+            raise K8sMLError(
+                "resumed without a workload identity (no record in the event or task_state_store)"
+            )
+        return self._finish(context, workload, WorkloadEvent.from_payload(event))
+
+    def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> Any:
+        """succeeded -> XCom (cached for retries), cleanup per ``on_finish``; anything else -> diagnostics
+        into the task log, delete on a deadline (always) or a failure (``on_finish="delete"``), raise."""
+        from airflow_k8s_ml.operators._outcome import result_payload
+        from airflow_k8s_ml.operators._waiting import raise_for_event
+
+        self._record = record
+        client = self._client(record.namespace)
+        if event.outcome != "succeeded":
+            delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
+            raise_for_event(client, record, event, self.log, delete=delete)
+        result = result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)
+        self._remember(context, replace(record, result=result))
+        self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
+        if self.on_finish in ("delete", "delete_on_success"):
+            client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid)
+            self.log.info(
+                "deleted %s %s/%s (on_finish=%s)", record.kind, record.namespace, record.name, self.on_finish
+            )
+        return result
+
+    def on_kill(self) -> None:
+        """A user killed the task while it ran in a worker (sync mode, or between submit and defer): delete
+        the workload so no GPU keeps training for a task Airflow considers over."""
+        record = self._record
+        if record is None:
+            return
+        client = self._client(record.namespace)
+        if client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid):
+            self.log.info("on_kill: deleted %s %s/%s", record.kind, record.namespace, record.name)
+
+
+def _created_at(obj: Mapping[str, Any]) -> float | None:
+    from datetime import datetime
+
+    text = (obj.get("metadata") or {}).get("creationTimestamp")
+    if not isinstance(text, str):
+        return None
+    try:
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        return None

@@ -1,0 +1,363 @@
+"""``BatchInferenceCronJobOperator``: keep a scheduled batch-prediction CronJob at its desired state, and
+optionally run it now.
+
+Why a CronJob and an Airflow task together: the schedule then lives in the cluster (it keeps firing when
+Airflow is down), while the DAG owns *what* runs (model, input, output, image) and re-applies it whenever the
+model changes. ``run_now=True`` creates a Job from the CronJob's template exactly like
+``kubectl create job --from=cronjob/<name>`` and waits for it with the shared ``WorkloadTrigger`` and phased
+deadlines, for a first run right after a deploy or a backfill of today's batch.
+
+Submit-or-adopt for the run-now Job follows the training operators: a retry re-attaches to a Job of this
+task instance that is still running, returns the result of one that succeeded, and launches a new attempt
+after a failed one (found by the run labels the Job carries).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
+from airflow_k8s_ml.manifests.batch import build_cronjob
+from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
+from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name, validate_namespace
+from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
+from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
+from airflow_k8s_ml.operators._serving import batch_spec, object_labels, run_key
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+__all__ = ["BatchInferenceCronJobOperator"]
+
+_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
+_SCHEDULE_PLACEHOLDER = "0 0 * * *"
+
+
+class BatchInferenceCronJobOperator(BaseOperator):
+    """Apply a batch-inference CronJob idempotently; with ``run_now=True`` also run it once and wait.
+
+    Returns (XCom) ``{"cronjob", "namespace", "action", "schedule", "time_zone", "suspend",
+    "next_schedule_time", "manual_job"}``; ``manual_job`` is None without ``run_now``, else the Job's result
+    (``name``, ``uid``, ``state``, ``reason``, ``started_at``, ``finished_at``, ``duration_seconds``,
+    ``attempts``, ``output_uri``).
+
+    :param name: CronJob name (at most 52 characters; its Jobs append a suffix), templated.
+    :param schedule: five-field cron or ``@daily``-style; ``TZ=`` in it is refused as the API server does.
+    :param time_zone: IANA zone for the schedule (``spec.timeZone``); None = the controller's (UTC).
+    :param model_uri: checkpoint URI or the checkpoint gate's XCom (templated); env ``MODEL_URI``.
+    :param input_uri, output_uri: batch input and output prefixes (templated); env ``INPUT_URI``,
+        ``OUTPUT_URI``.
+    :param image, command, args, env, secret_env, env_from_secrets, requests, limits, gpus, pod_options:
+        the container, as for ``InferenceDeploymentOperator``.
+    :param concurrency_policy: ``Forbid`` (default: two runs writing one output prefix race), ``Allow``,
+        ``Replace``.
+    :param starting_deadline_seconds, successful_jobs_history_limit, failed_jobs_history_limit, suspend:
+        the CronJob fields of those names.
+    :param backoff_limit, active_deadline_seconds, ttl_seconds_after_finished: the Jobs' fields.
+    :param run_now: also create a Job from the CronJob now and wait for it.
+    :param admission_timeout, startup_timeout, run_timeout, deadline: Airflow-side budgets of the run-now
+        Job (timedelta or seconds); on expiry the Job is deleted and the task fails naming the phase.
+    """
+
+    template_fields: Sequence[str] = (
+        "name",
+        "namespace",
+        "schedule",
+        "time_zone",
+        "model_uri",
+        "input_uri",
+        "output_uri",
+        "image",
+        "command",
+        "args",
+        "env",
+        "labels",
+        "annotations",
+    )
+    ui_color = "#efe6f5"
+
+    _SPEC_ARGS = (
+        "name",
+        "namespace",
+        "schedule",
+        "time_zone",
+        "model_uri",
+        "input_uri",
+        "output_uri",
+        "image",
+        "command",
+        "args",
+        "env",
+        "secret_env",
+        "env_from_secrets",
+        "requests",
+        "limits",
+        "gpus",
+        "pod_options",
+        "concurrency_policy",
+        "starting_deadline_seconds",
+        "successful_jobs_history_limit",
+        "failed_jobs_history_limit",
+        "suspend",
+        "backoff_limit",
+        "active_deadline_seconds",
+        "ttl_seconds_after_finished",
+        "labels",
+        "annotations",
+    )
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        schedule: str,
+        model_uri: str | Mapping[str, Any],
+        input_uri: str,
+        output_uri: str,
+        image: str,
+        namespace: str | None = None,
+        time_zone: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, Any] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from_secrets: Sequence[str] | None = None,
+        requests: Mapping[str, Any] | None = None,
+        limits: Mapping[str, Any] | None = None,
+        gpus: int | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        concurrency_policy: str = "Forbid",
+        starting_deadline_seconds: int | None = None,
+        successful_jobs_history_limit: int = 3,
+        failed_jobs_history_limit: int = 1,
+        suspend: bool = False,
+        backoff_limit: int = 2,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        run_now: bool = False,
+        admission_timeout: Any = None,
+        startup_timeout: Any = None,
+        run_timeout: Any = None,
+        deadline: Any = None,
+        stream_logs: bool = True,
+        kubernetes_conn_id: str = "kubernetes_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.name = name
+        self.schedule = schedule
+        self.model_uri = model_uri
+        self.input_uri = input_uri
+        self.output_uri = output_uri
+        self.image = image
+        self.namespace = namespace
+        self.time_zone = time_zone
+        self.command = command
+        self.args = args
+        self.env = env
+        self.secret_env = secret_env
+        self.env_from_secrets = env_from_secrets
+        self.requests = requests
+        self.limits = limits
+        self.gpus = gpus
+        self.pod_options = pod_options
+        self.concurrency_policy = concurrency_policy
+        self.starting_deadline_seconds = starting_deadline_seconds
+        self.successful_jobs_history_limit = successful_jobs_history_limit
+        self.failed_jobs_history_limit = failed_jobs_history_limit
+        self.suspend = suspend
+        self.backoff_limit = backoff_limit
+        self.active_deadline_seconds = active_deadline_seconds
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.labels = labels
+        self.annotations = annotations
+        self.run_now = check_bool(run_now, "run_now")
+        self.admission_timeout = to_timedelta(admission_timeout, "admission_timeout")
+        self.startup_timeout = to_timedelta(startup_timeout, "startup_timeout")
+        self.run_timeout = to_timedelta(run_timeout, "run_timeout")
+        self.deadline = to_timedelta(deadline, "deadline")
+        self.stream_logs = stream_logs
+        self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
+        self._check(_parse_time_values(self._values()), _PARSE_TIME_KEY)  # a typo fails the DAG import
+
+    def _values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._SPEC_ARGS}
+
+    @staticmethod
+    def _check(values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> dict[str, Any]:
+        """The CronJob, rendered and validated (pure); schedule and time zone are checked first."""
+        validate_schedule(values["schedule"], values["time_zone"])
+        namespace = namespace or values["namespace"] or "default"
+        validate_namespace(namespace)
+        labels, annotations = object_labels(key)
+        return build_cronjob(batch_spec(values), values["name"], namespace, labels, annotations)
+
+    # -- execute ----------------------------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        values = self._values()
+        validate_schedule(values["schedule"], values["time_zone"])  # before anything else, as documented
+        key = run_key(context)
+        if values["namespace"] is not None:
+            validate_namespace(values["namespace"])
+        client = self._client()
+        namespace = values["namespace"] or client.namespace
+        cronjob = self._check(values, key, namespace)  # before any API call
+
+        live, action = client.apply(cronjob)
+        self.log.info("CronJob %s/%s %s (schedule %r)", namespace, self.name, action, self.schedule)
+        result = self._cronjob_result(live, action)
+        if not self.run_now:
+            return result
+        return self._run_now(context, client, key, namespace, result)
+
+    def _client(self) -> KubeClient:
+        from airflow_k8s_ml.kube.sync_client import KubeClient
+
+        return KubeClient(self.kubernetes_conn_id, self.namespace)
+
+    def _cronjob_result(self, live: Mapping[str, Any], action: str) -> dict[str, Any]:
+        spec = live.get("spec") or {}
+        suspended = bool(spec.get("suspend"))
+        upcoming = None
+        if not suspended:
+            upcoming = next_schedule_time(spec["schedule"], spec.get("timeZone"), datetime.now(UTC))
+        meta = live.get("metadata") or {}
+        return {
+            "cronjob": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "action": action,
+            "schedule": spec.get("schedule"),
+            "time_zone": spec.get("timeZone"),
+            "suspend": suspended,
+            "next_schedule_time": upcoming.isoformat() if upcoming is not None else None,
+            "manual_job": None,
+        }
+
+    # -- run now ----------------------------------------------------------------------------------------
+    def _run_now(
+        self, context: Context, client: KubeClient, key: RunKey, namespace: str, result: dict[str, Any]
+    ) -> Any:
+        from airflow_k8s_ml.kube.serving_ops import create_job_from_cronjob
+        from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult, decide, observe
+
+        found = [
+            observe(obj, "Job") for obj in client.list("batch/v1", "Job", namespace, key.label_selector())
+        ]
+        decision = decide(None, found)
+        if isinstance(decision, ReturnResult) and decision.workload is not None:
+            self.log.info("run-now Job %s already succeeded for this task instance", decision.workload.name)
+            result["manual_job"] = self._job_result(
+                decision.workload.obj, decision.workload.state, len(found)
+            )
+            return result
+        if isinstance(decision, Adopt):
+            job = dict(decision.workload.obj)
+            self.log.info("adopting running Job %s/%s", namespace, decision.workload.name)
+        else:
+            attempt = decision.attempt if hasattr(decision, "attempt") else 1
+            attempt_key = RunKey(key.dag_id, key.task_id, key.run_id, key.map_index, attempt)
+            job, how = create_job_from_cronjob(
+                client,
+                self.name,
+                namespace,
+                manual_job_name(self.name, attempt_key),
+                labels=attempt_key.labels(),
+                annotations=attempt_key.annotations(),
+            )
+            self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, job["metadata"]["name"], self.name)
+        self.defer(
+            trigger=self._trigger(job),
+            method_name="execute_complete",
+            kwargs={"result": result, "attempts": max([f.attempt for f in found] + [1])},
+        )
+
+    def _trigger(self, job: Mapping[str, Any]) -> Any:
+        from airflow_k8s_ml.triggers.deadlines import Deadlines
+        from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+        meta = job.get("metadata") or {}
+        deadlines = Deadlines(
+            admission=self.admission_timeout,
+            startup=self.startup_timeout,
+            run=self.run_timeout,
+            overall=self.deadline,
+        )
+        return WorkloadTrigger(
+            kind="Job",
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta.get("uid", ""),
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            deadlines=deadlines.to_payload(),
+            task_started_at=time.time(),
+            stream_logs=self.stream_logs,
+        )
+
+    def execute_complete(
+        self, context: Context, event: Mapping[str, Any], result: Mapping[str, Any], attempts: int = 1
+    ) -> dict[str, Any]:
+        """The run-now Job finished (or a deadline expired): XCom on success, a precise failure otherwise."""
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        outcome = WorkloadEvent.from_payload(event)
+        if outcome.outcome == "succeeded":
+            out = dict(result)
+            job = {"metadata": {"name": outcome.name, "namespace": outcome.namespace, "uid": outcome.uid}}
+            out["manual_job"] = self._job_result(job, outcome.workload_state, attempts)
+            self.log.info("run-now Job %s/%s succeeded", outcome.namespace, outcome.name)
+            return out
+        self._log_diagnostics(outcome)
+        if outcome.outcome == "deadline":
+            client = self._client()
+            client.delete("batch/v1", "Job", outcome.name, outcome.namespace, uid=outcome.uid or None)
+            raise DeadlineExceeded(
+                outcome.deadline_phase or "overall",
+                f"run-now Job {outcome.namespace}/{outcome.name} deleted: {outcome.message}",
+            )
+        raise WorkloadFailed(outcome.message or f"run-now Job {outcome.namespace}/{outcome.name} failed")
+
+    def _job_result(self, job: Mapping[str, Any], state: Any, attempts: int) -> dict[str, Any]:
+        from airflow_k8s_ml.operators._outcome import result_payload
+
+        meta = job.get("metadata") or {}
+        identity = {
+            "kind": "Job",
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+        }
+        payload = result_payload(identity, state, attempts, None)
+        payload["output_uri"] = self.output_uri
+        return payload
+
+    def _log_diagnostics(self, outcome: WorkloadEvent) -> None:
+        for pod in outcome.pods:
+            self.log.error("pod %s: %s", pod.get("pod"), pod.get("problem"))
+            for line in pod.get("last_lines") or []:
+                self.log.error("  | %s", line)
+        for warning in outcome.warnings:
+            self.log.warning("event: %s", warning)
+
+
+def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Templated strings and XComArgs become placeholders; a templated schedule a valid one."""
+    out = neutralize(dict(values))
+    for name, value in out.items():
+        if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
+            out[name] = PLACEHOLDER
+    if out["schedule"] == PLACEHOLDER:
+        out["schedule"] = _SCHEDULE_PLACEHOLDER
+    if out["time_zone"] == PLACEHOLDER:
+        out["time_zone"] = None
+    return out

@@ -1,0 +1,564 @@
+"""``InferenceDeploymentOperator``: put a model behind a Service, prove it answers, or put the old one back.
+
+The task is: apply Deployment, Service, HPA, PDB and NetworkPolicy to the desired state (a rerun with the
+same inputs changes nothing), wait deferrably for the rollout with ``kubectl rollout status`` logic under an
+Airflow-side deadline, smoke-test through the API server's service proxy, and on a failed rollout, an expired
+deadline or a failed smoke test roll back the way ``kubectl rollout undo`` does, wait for the old revision to
+be healthy, and fail naming the reason and the revision now serving.
+
+Why the rollback is to the revision that served *before this task*: ``undo`` without a revision picks the
+second newest, which after a rerun or a concurrent deploy may not be what was live. We remember the revision
+read before the apply and restore exactly its template. A first deploy has nothing to go back to: its
+objects stay for inspection and the task fails saying so.
+
+Import-light: ``kubernetes``, the trigger and the client are imported inside the methods.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseOperator
+
+from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
+from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
+from airflow_k8s_ml.manifests.serving import MODEL_URI_LABEL, SELECTOR_LABEL
+from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
+from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
+from airflow_k8s_ml.operators._serving import inference_spec, render_inference, resolve_model_uri, run_key
+from airflow_k8s_ml.operators._smoke import SmokeOutcome, check_response, validate_smoke_args
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_k8s_ml.kube.sync_client import KubeClient
+
+__all__ = ["InferenceDeploymentOperator"]
+
+_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
+_SERVICE_PORT_NAME = "http"  # build_service names the one port "http"
+#: Optional objects and how to find a stale one to prune when the argument is dropped.
+_OPTIONAL_KINDS = (
+    ("autoscaling/v2", "HorizontalPodAutoscaler"),
+    ("policy/v1", "PodDisruptionBudget"),
+    ("networking.k8s.io/v1", "NetworkPolicy"),
+)
+
+
+def _annotation(obj: Mapping[str, Any] | None, key: str, where: str = "metadata") -> str | None:
+    if obj is None:
+        return None
+    holder = obj.get("metadata") if where == "metadata" else ((obj.get("spec") or {}).get("template") or {})
+    if where != "metadata":
+        holder = (holder or {}).get("metadata")
+    return ((holder or {}).get("annotations") or {}).get(key)
+
+
+def _revision(deployment: Mapping[str, Any] | None) -> int:
+    from airflow_k8s_ml.operators._rollback import revision_of
+
+    return (revision_of(deployment) or 0) if deployment else 0
+
+
+def _served_model(deployment: Mapping[str, Any] | None) -> str | None:
+    """The model URI of the Deployment's current pod template (what its new pods run)."""
+    return _annotation(deployment, MODEL_URI_LABEL, where="template")
+
+
+def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
+    """Templated strings and XComArgs (``gate.output``, resolved at run time) become placeholders."""
+    out = neutralize(dict(values))
+    for name, value in out.items():
+        if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
+            out[name] = PLACEHOLDER
+    return out
+
+
+@dataclass(frozen=True)
+class SmokeReport:
+    """The smoke test's two steps; ``failure`` is the reason to roll back, empty when it passed."""
+
+    readiness: SmokeOutcome | None = None
+    request: SmokeOutcome | None = None
+    failure: str = ""
+    attempts: int = 0
+    notes: list[str] = field(default_factory=list)
+
+    def to_xcom(self) -> dict[str, Any]:
+        return {
+            "ok": not self.failure,
+            "readiness": self.readiness.to_xcom() if self.readiness else None,
+            "request": self.request.to_xcom() if self.request else None,
+            "failure": self.failure or None,
+        }
+
+
+class InferenceDeploymentOperator(BaseOperator):
+    """Deploy a model server (Deployment + Service, optional HPA, PDB, NetworkPolicy), verify, or roll back.
+
+    Returns (XCom) ``{"deployment", "namespace", "revision", "model_uri", "service", "service_url",
+    "cluster_url", "changes", "smoke"}``; ``service_url`` is the API server's proxy path to the Service.
+
+    :param name: name of the Deployment and of every object with it (a DNS-1035 label, templated).
+    :param model_uri: checkpoint URI, or the checkpoint gate's XCom ``{"uri", ...}`` (templated). Injected as
+        env ``MODEL_URI`` and recorded as label + annotation; a new URI is what rolls the pods.
+    :param image, command, args, env, secret_env, env_from_secrets, requests, limits, gpus: the container.
+        ``secret_env={"VAR": "secret:key"}`` becomes a secretKeyRef (secrets never enter the manifest).
+    :param pod_options: any other ``PodTemplate`` field (tolerations, node_selector, volumes, field_env,
+        service_account, pod_security_context, ...).
+    :param replicas: fixed replica count; exclusive with ``autoscaling``.
+    :param port, service_port: container port (env ``PORT``) and Service port.
+    :param readiness_path, liveness_path: httpGet probe paths (defaults fit ``workloads.serve``).
+    :param deployment_options: ``max_surge`` (1), ``max_unavailable`` (0), ``min_ready_seconds``,
+        ``progress_deadline_seconds`` (600, Kubernetes' own ProgressDeadlineExceeded),
+        ``revision_history_limit``, ``probe_period_seconds``, ``startup_timeout_seconds``.
+    :param autoscaling: ``Autoscaling`` or its fields as a dict (``min_replicas``, ``max_replicas``,
+        ``target_cpu_utilization``, ``metric_name``/``metric_type``/``metric_target``). The HPA then owns the
+        replica count: re-applies never reset it.
+    :param pdb_min_available: PodDisruptionBudget ``minAvailable`` (int or percentage).
+    :param network_policy: ``IngressPolicy`` or a dict (``from_namespaces``, ``from_pod_labels``,
+        ``from_cidrs``): only these may reach the server port.
+    :param deployment_overrides: raw escape hatch, a JSON merge patch applied to the rendered Deployment
+        (sidecars, topology spread...); name, namespace and selector may not change.
+    :param rollout_timeout: Airflow-side budget for the rollout (and again for a rollback), timedelta or s.
+    :param smoke_path: path for the sample request (GET, or POST with ``smoke_request``).
+    :param smoke_request: JSON body to POST to ``smoke_path``.
+    :param expected_response: dict subset and/or ``$.json.path`` keys, or path(s) that must exist.
+    :param expected_status: HTTP status the sample request must return.
+    :param smoke_timeout: seconds to keep retrying the readiness call (endpoints may lag the rollout).
+    :param rollback_on_failure: roll back a failed rollout or smoke test (default True).
+    """
+
+    template_fields: Sequence[str] = (
+        "name",
+        "namespace",
+        "model_uri",
+        "image",
+        "command",
+        "args",
+        "env",
+        "labels",
+        "annotations",
+        "smoke_path",
+        "smoke_request",
+        "expected_response",
+    )
+    ui_color = "#e3f0e8"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        model_uri: str | Mapping[str, Any],
+        image: str,
+        namespace: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, Any] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from_secrets: Sequence[str] | None = None,
+        requests: Mapping[str, Any] | None = None,
+        limits: Mapping[str, Any] | None = None,
+        gpus: int | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        replicas: int | None = None,
+        port: int = 8080,
+        service_port: int = 80,
+        readiness_path: str = "/readyz",
+        liveness_path: str | None = "/healthz",
+        deployment_options: Mapping[str, Any] | None = None,
+        autoscaling: Any = None,
+        pdb_min_available: int | str | None = None,
+        network_policy: Any = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
+        deployment_overrides: Mapping[str, Any] | None = None,
+        rollout_timeout: timedelta | float = timedelta(minutes=15),
+        smoke_path: str | None = None,
+        smoke_request: Mapping[str, Any] | None = None,
+        expected_response: Any = None,
+        expected_status: int = 200,
+        smoke_timeout: float = 60.0,
+        rollback_on_failure: bool = True,
+        kubernetes_conn_id: str = "kubernetes_default",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.name = name
+        self.model_uri = model_uri
+        self.image = image
+        self.namespace = namespace
+        self.command = command
+        self.args = args
+        self.env = env
+        self.secret_env = secret_env
+        self.env_from_secrets = env_from_secrets
+        self.requests = requests
+        self.limits = limits
+        self.gpus = gpus
+        self.pod_options = pod_options
+        self.replicas = replicas
+        self.port = port
+        self.service_port = service_port
+        self.readiness_path = readiness_path
+        self.liveness_path = liveness_path
+        self.deployment_options = deployment_options
+        self.autoscaling = autoscaling
+        self.pdb_min_available = pdb_min_available
+        self.network_policy = network_policy
+        self.labels = labels
+        self.annotations = annotations
+        self.deployment_overrides = deployment_overrides
+        self.rollout_timeout = to_timedelta(rollout_timeout, "rollout_timeout")
+        self.smoke_path = smoke_path
+        self.smoke_request = smoke_request
+        self.expected_response = expected_response
+        self.expected_status = expected_status
+        self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
+        self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
+        self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
+        self._check(_parse_time_values(self._values()), _PARSE_TIME_KEY)  # a typo fails the DAG import
+
+    # -- arguments --------------------------------------------------------------------------------------
+    _SPEC_ARGS = (
+        "name",
+        "namespace",
+        "model_uri",
+        "image",
+        "command",
+        "args",
+        "env",
+        "secret_env",
+        "env_from_secrets",
+        "requests",
+        "limits",
+        "gpus",
+        "pod_options",
+        "replicas",
+        "port",
+        "service_port",
+        "readiness_path",
+        "liveness_path",
+        "deployment_options",
+        "autoscaling",
+        "pdb_min_available",
+        "network_policy",
+        "labels",
+        "annotations",
+        "deployment_overrides",
+        "smoke_path",
+        "smoke_request",
+        "expected_response",
+        "expected_status",
+    )
+
+    def _values(self) -> dict[str, Any]:
+        return {name: getattr(self, name) for name in self._SPEC_ARGS}
+
+    def _check(self, values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> list[dict]:
+        """Every object, rendered and validated (pure): runs before any API call."""
+        namespace = namespace or values["namespace"] or "default"
+        validate_namespace(namespace)
+        validate_smoke_args(
+            values["smoke_path"],
+            values["smoke_request"],
+            values["expected_response"],
+            values["expected_status"],
+        )
+        spec = inference_spec(values)
+        return render_inference(spec, values["name"], namespace, key, values["deployment_overrides"])
+
+    # -- execute ----------------------------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        values = self._values()
+        if values["namespace"] is not None:
+            validate_namespace(values["namespace"])
+        client = self._client()
+        namespace = values["namespace"] or client.namespace
+        objects = self._check(values, run_key(context), namespace)  # before any API call
+        model_uri = resolve_model_uri(values["model_uri"])
+
+        before = client.get("apps/v1", "Deployment", self.name, namespace)
+        previous = _revision(before)
+        hpa_owns_replicas = values["autoscaling"] is not None and before is not None
+        changes, deployment = self._apply(client, objects, hpa_owns_replicas=hpa_owns_replicas)
+        self.log.info(
+            "applied %s; revision serving before: %s",
+            ", ".join(f"{kind} {action}" for kind, action in changes.items()),
+            previous or "none (first deploy)",
+        )
+        state = {"previous_revision": previous, "changes": changes, "model_uri": model_uri}
+        from airflow_k8s_ml.status.rollout import rollout_status
+
+        if rollout_status(deployment).done:
+            self.log.info("rollout already complete (nothing changed in the pod template)")
+            return self._after_rollout(context, client, namespace, state)
+        self.log.info("waiting for the rollout of deployment %s/%s", namespace, self.name)
+        self.defer(trigger=self._trigger(deployment), method_name="execute_complete", kwargs={"state": state})
+
+    def _client(self) -> KubeClient:
+        from airflow_k8s_ml.kube.sync_client import KubeClient
+
+        return KubeClient(self.kubernetes_conn_id, self.namespace)
+
+    def _apply(
+        self, client: KubeClient, objects: list[dict[str, Any]], *, hpa_owns_replicas: bool
+    ) -> tuple[dict[str, str], dict[str, Any]]:
+        """Create or server-side-apply each object; drop optional objects no longer wanted.
+
+        With an HPA on an existing Deployment, ``spec.replicas`` is left out of the apply: the HPA owns the
+        count, and re-sending ``min_replicas`` would scale a busy service down on every run.
+        """
+        from airflow_k8s_ml.kube.serving_ops import prune
+        from airflow_k8s_ml.manifests.serving import strip_replicas
+
+        changes: dict[str, str] = {}
+        deployment: dict[str, Any] = {}
+        namespace = objects[0]["metadata"]["namespace"]
+        for obj in objects:
+            body = strip_replicas(obj) if obj["kind"] == "Deployment" and hpa_owns_replicas else obj
+            live, action = client.apply(body)
+            changes[obj["kind"]] = action
+            if obj["kind"] == "Deployment":
+                deployment = live
+        wanted = {obj["kind"] for obj in objects}
+        for api_version, kind in _OPTIONAL_KINDS:
+            if kind not in wanted and prune(
+                client, api_version, kind, self.name, namespace, {SELECTOR_LABEL: self.name}
+            ):
+                changes[kind] = "deleted"
+        return changes, deployment
+
+    def _trigger(self, deployment: Mapping[str, Any]) -> Any:
+        from airflow_k8s_ml.triggers.deadlines import Deadlines
+        from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+        meta = deployment.get("metadata") or {}
+        return WorkloadTrigger(
+            kind="Deployment",
+            name=meta["name"],
+            namespace=meta["namespace"],
+            uid=meta.get("uid", ""),
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            deadlines=Deadlines(overall=self.rollout_timeout).to_payload(),
+            task_started_at=time.time(),
+            stream_logs=False,
+            delete_on_kill=False,  # killing a deploy task must never take the live service down
+        )
+
+    # -- after the rollout ------------------------------------------------------------------------------
+    def execute_complete(self, context: Context, event: Mapping[str, Any], state: Mapping[str, Any]) -> Any:
+        """The rollout wait ended: smoke-test a success, roll back a failure or an expired deadline."""
+        from airflow_k8s_ml.status.rollout import rollout_status
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        outcome = WorkloadEvent.from_payload(event)
+        client = self._client()
+        namespace = outcome.namespace or client.namespace
+        if outcome.outcome == "succeeded":
+            return self._after_rollout(context, client, namespace, state)
+        deployment = client.get("apps/v1", "Deployment", self.name, namespace)
+        if outcome.outcome == "error":
+            status = rollout_status(deployment or {})
+            if deployment is not None and status.done:
+                return self._after_rollout(context, client, namespace, state)
+            if deployment is None or not status.failed:
+                raise WorkloadFailed(
+                    f"lost track of the rollout of {namespace}/{self.name}: {outcome.message}"
+                )
+        reason = f"rollout of revision {_revision(deployment)} failed: {outcome.message}"
+        if outcome.outcome == "deadline":
+            reason = f"rollout of revision {_revision(deployment)} did not finish: {outcome.message}"
+        self._roll_back(context, client, deployment, reason, state, deadline=outcome.outcome == "deadline")
+
+    def _after_rollout(
+        self, context: Context, client: KubeClient, namespace: str, state: Mapping[str, Any]
+    ) -> dict[str, Any]:
+        deployment = client.get("apps/v1", "Deployment", self.name, namespace)
+        revision = _revision(deployment)
+        self.log.info("deployment %s/%s rolled out at revision %d", namespace, self.name, revision)
+        report = self._smoke(client, namespace)
+        if report.failure:
+            self._roll_back(
+                context,
+                client,
+                deployment,
+                f"smoke test of revision {revision} failed: {report.failure}",
+                state,
+            )
+        from airflow_k8s_ml.kube.serving_ops import service_proxy_path
+
+        return {
+            "deployment": self.name,
+            "namespace": namespace,
+            "revision": revision,
+            "model_uri": state["model_uri"],
+            "service": self.name,
+            "service_url": service_proxy_path(namespace, self.name, _SERVICE_PORT_NAME, "/"),
+            "cluster_url": f"http://{self.name}.{namespace}.svc:{self.service_port}",
+            "changes": dict(state["changes"]),
+            "smoke": report.to_xcom(),
+        }
+
+    def _smoke(self, client: KubeClient, namespace: str) -> SmokeReport:
+        """Readiness path through the service proxy (retried until ``smoke_timeout``), then the sample."""
+        from airflow_k8s_ml.kube.errors import ApiError
+        from airflow_k8s_ml.kube.serving_ops import proxy_request
+
+        deadline = time.monotonic() + self.smoke_timeout
+        attempts, delay = 0, 0.2
+        readiness: SmokeOutcome | None = None
+        while True:
+            attempts += 1
+            try:
+                response = proxy_request(
+                    client, namespace, self.name, _SERVICE_PORT_NAME, self.readiness_path
+                )
+                readiness = check_response(self.readiness_path, response.status, response.body)
+                if readiness.ok:
+                    break
+                last = "; ".join(readiness.problems)
+            except ApiError as exc:
+                last = f"no answer: {exc}"
+            if time.monotonic() + delay > deadline:
+                return SmokeReport(readiness, None, f"GET {self.readiness_path}: {last}", attempts)
+            time.sleep(delay)
+            delay = min(delay * 2, 2.0)
+        self.log.info(
+            "smoke: GET %s -> %d after %d attempt(s)", self.readiness_path, readiness.status, attempts
+        )
+        if self.smoke_path is None:
+            return SmokeReport(readiness, None, "", attempts)
+        method = "POST" if self.smoke_request is not None else "GET"
+        try:
+            response = proxy_request(
+                client, namespace, self.name, _SERVICE_PORT_NAME, self.smoke_path, body=self.smoke_request
+            )
+        except ApiError as exc:
+            return SmokeReport(readiness, None, f"{method} {self.smoke_path}: no answer: {exc}", attempts)
+        request = check_response(
+            self.smoke_path, response.status, response.body, self.expected_status, self.expected_response
+        )
+        self.log.info(
+            "smoke: %s %s -> %d %s", method, self.smoke_path, request.status, request.to_xcom()["body"]
+        )
+        failure = f"{method} {self.smoke_path}: {'; '.join(request.problems)}" if request.problems else ""
+        return SmokeReport(readiness, request, failure, attempts)
+
+    # -- rollback ---------------------------------------------------------------------------------------
+    def _roll_back(
+        self,
+        context: Context,
+        client: KubeClient,
+        deployment: Mapping[str, Any] | None,
+        reason: str,
+        state: Mapping[str, Any],
+        *,
+        deadline: bool = False,
+    ) -> None:
+        """Undo to the revision that served before this task, then defer until it is healthy (or fail now)."""
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.operators._rollback import plan_rollback
+
+        error = DeadlineExceeded if deadline else WorkloadFailed
+        previous = int(state.get("previous_revision") or 0)
+        self.log.error("%s", reason)
+        if deployment is None:
+            raise self._error(error, f"{reason}; the Deployment is gone, nothing to roll back")
+        if not self.rollback_on_failure:
+            raise self._error(error, f"{reason}; not rolled back (rollback_on_failure=False)")
+        if previous == 0:
+            raise self._error(
+                error,
+                f"{reason}; nothing to roll back to: this was the first revision of deployment "
+                f"{self._where(deployment)}, left in place for inspection",
+            )
+        plan = plan_rollback(deployment, replica_sets_of(client, deployment), to_revision=previous)
+        if plan.action == "skip":
+            raise self._error(
+                error,
+                f"{reason}; not rolled back: the pod template is still that of revision {previous}, "
+                "which was serving before this task",
+            )
+        if plan.action == "impossible":
+            raise self._error(error, f"{reason}; rollback to revision {previous} impossible: {plan.message}")
+        meta = deployment.get("metadata") or {}
+        client.patch(
+            "apps/v1", "Deployment", meta["name"], meta.get("namespace"), plan.patch, patch_type="json"
+        )
+        self.log.warning(
+            "rolled back deployment %s to the template of revision %d (ReplicaSet %s); waiting for it",
+            self._where(deployment),
+            previous,
+            plan.replica_set,
+        )
+        rollback = {
+            "reason": reason,
+            "deadline": deadline,
+            "failed_revision": _revision(deployment),
+            "failed_model_uri": _served_model(deployment),
+            "to_revision": previous,
+        }
+        self.defer(
+            trigger=self._trigger(deployment),
+            method_name="execute_rollback_complete",
+            kwargs={"state": dict(state), "rollback": rollback},
+        )
+
+    def execute_rollback_complete(
+        self,
+        context: Context,
+        event: Mapping[str, Any],
+        state: Mapping[str, Any],
+        rollback: Mapping[str, Any],
+    ) -> None:
+        """The rollback's wait ended: always fail, saying why and which revision serves now."""
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        outcome = WorkloadEvent.from_payload(event)
+        client = self._client()
+        deployment = client.get("apps/v1", "Deployment", self.name, outcome.namespace or client.namespace)
+        serving, model = _revision(deployment), _served_model(deployment)
+        error = DeadlineExceeded if rollback.get("deadline") else WorkloadFailed
+        summary = {
+            "failed_revision": rollback.get("failed_revision"),
+            "failed_model_uri": rollback.get("failed_model_uri"),
+            "serving_revision": serving,
+            "serving_model_uri": model,
+            "rolled_back_to": rollback.get("to_revision"),
+            "healthy": outcome.outcome == "succeeded",
+            "reason": rollback.get("reason"),
+        }
+        self._push(context, "rollback", summary)
+        if outcome.outcome == "succeeded":
+            message = (
+                f"{rollback['reason']}; rolled back: revision {serving} (the template of revision "
+                f"{rollback['to_revision']}, model {model}) is serving"
+            )
+        else:
+            message = (
+                f"{rollback['reason']}; rolled back to the template of revision {rollback['to_revision']} "
+                f"(now revision {serving}, model {model}) but it is not healthy: {outcome.message}"
+            )
+        raise self._error(error, message)
+
+    # -- small helpers ----------------------------------------------------------------------------------
+    @staticmethod
+    def _error(error: type[WorkloadFailed], message: str) -> WorkloadFailed:
+        if error is DeadlineExceeded:
+            return DeadlineExceeded("rollout", message)
+        return error(message)
+
+    @staticmethod
+    def _where(deployment: Mapping[str, Any]) -> str:
+        meta = deployment.get("metadata") or {}
+        return f"{meta.get('namespace')}/{meta.get('name')}"
+
+    def _push(self, context: Context, key: str, value: Any) -> None:
+        ti = context.get("ti")
+        if ti is not None and hasattr(ti, "xcom_push"):
+            ti.xcom_push(key=key, value=value)

@@ -1,0 +1,236 @@
+"""``FineTuneJobOperator`` (batch/v1 Job) and ``PyTorchJobOperator`` (kubeflow.org/v1 PyTorchJob).
+
+Thin on purpose: each declares its arguments and turns them into a typed spec
+(:class:`~airflow_k8s_ml.manifests.training.FineTuneJobSpec` /
+:class:`~airflow_k8s_ml.manifests.training.PyTorchJobSpec`), which validates itself and renders to a dict.
+Submit-or-adopt, resume, deferral, deadlines and the finish live in
+:class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`.
+
+Both are validated at DAG parse time (static values; a typo fails the import with the field's name) and again
+in ``execute`` after templating, before any API call. ``__init__`` does no I/O.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import fields
+from typing import Any
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.pod import PodTemplate
+from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec, build_job, build_pytorchjob
+from airflow_k8s_ml.operators._args import substitute_resume
+from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env
+
+__all__ = ["FineTuneJobOperator", "PyTorchJobOperator"]
+
+#: Operator argument -> PodTemplate field, for the pod arguments both operators share.
+_POD_ARGUMENTS: dict[str, str] = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "secret_env": "secret_env",
+    "env_from": "env_from_secrets",
+    "requests": "requests",
+    "limits": "limits",
+    "gpus": "gpus",
+    "gpu_resource": "gpu_resource",
+    "node_selector": "node_selector",
+    "tolerations": "tolerations",
+    "image_pull_secrets": "image_pull_secrets",
+    "volumes": "volumes",
+    "service_account": "service_account",
+    "scheduler_name": "scheduler_name",
+    "pod_security_context": "pod_security_context",
+    "container_security_context": "container_security_context",
+    "shm_size": "shm_size",
+}
+_POD_TEMPLATE_FIELDS = frozenset(f.name for f in fields(PodTemplate))
+
+
+def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate:
+    """The pod of one attempt: the user's pod arguments, our injected env, ``{{ resume_from }}`` replaced."""
+    if values["image"] is None:
+        raise ValidationError("image", "is required (or pass manifest=)")
+    kwargs = {target: values[name] for name, target in _POD_ARGUMENTS.items() if values[name] is not None}
+    kwargs["args"] = substitute_resume(values["args"], placement.resume_uri)
+    kwargs["env"] = inject_env(values["env"], placement.env)
+    options = values["pod_options"] or {}
+    if not isinstance(options, Mapping):
+        raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
+    for key, value in options.items():
+        if key not in _POD_TEMPLATE_FIELDS or key in kwargs or key in _POD_ARGUMENTS.values():
+            raise ValidationError(
+                f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
+            )
+        kwargs[key] = value
+    return PodTemplate(**kwargs)
+
+
+class _TrainingOperator(_WorkloadOperator):
+    """The pod arguments shared by both training operators (see the subclasses for the full list)."""
+
+    pod_fields = (*_POD_ARGUMENTS, "pod_options")
+    template_fields: Sequence[str] = (*_WorkloadOperator.template_fields, "image", "command", "args", "env")
+
+    def __init__(
+        self,
+        *,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        shm_size: str | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.image = image
+        self.command = command
+        self.args = args
+        self.env = env
+        self.secret_env = secret_env
+        self.env_from = env_from
+        self.requests = requests
+        self.limits = limits
+        self.gpus = gpus
+        self.gpu_resource = gpu_resource
+        self.node_selector = node_selector
+        self.tolerations = tolerations
+        self.image_pull_secrets = image_pull_secrets
+        self.volumes = volumes
+        self.service_account = service_account
+        self.scheduler_name = scheduler_name
+        self.pod_security_context = pod_security_context
+        self.container_security_context = container_security_context
+        self.shm_size = shm_size
+        self.pod_options = pod_options
+        self.queue_name = queue_name
+        self.labels = labels
+        self.active_deadline_seconds = active_deadline_seconds
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
+
+    def spec_fields(self) -> tuple[str, ...]:
+        common = ("queue_name", "labels", "active_deadline_seconds", "ttl_seconds_after_finished")
+        return (*self.pod_fields, *common, *self.workload_fields)
+
+    workload_fields: tuple[str, ...] = ()
+
+
+class FineTuneJobOperator(_TrainingOperator):
+    """Run a fine-tune as a batch/v1 Job and wait for it (deferrable), adopting instead of duplicating.
+
+    Pod: ``image``, ``command``/``args`` (templated; ``{{ resume_from }}`` in an argument becomes the resolved
+    checkpoint), ``env`` (templated), ``secret_env`` (``{"HF_TOKEN": "hf-secret:token"}``), ``env_from``
+    (Secret names), ``requests``/``limits`` (``{"cpu": "4", "memory": "16Gi"}``), ``gpus`` with
+    ``gpu_resource`` (``nvidia.com/gpu`` or a MIG name such as ``nvidia.com/mig-1g.5gb``), ``node_selector``,
+    ``tolerations``, ``image_pull_secrets``, ``volumes`` (``{"name", "mount_path", "pvc"|"empty_dir"|...}``),
+    ``service_account``, ``scheduler_name`` (e.g. Volcano), ``pod_security_context`` /
+    ``container_security_context`` (None: restrictive default; a mapping replaces it), ``shm_size``, and
+    ``pod_options`` for any other :class:`~airflow_k8s_ml.manifests.pod.PodTemplate` field.
+
+    Job: ``backoff_limit`` (default 0: Airflow's retries own retrying, each resuming from the newest
+    checkpoint), ``restart_policy`` (Never | OnFailure), ``active_deadline_seconds`` (Kubernetes side),
+    ``ttl_seconds_after_finished``, ``queue_name`` (Kueue: label + created suspended), ``labels``.
+
+    Plus everything of :class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`: ``manifest``,
+    ``namespace``, ``kubernetes_conn_id``, ``resume_from``, ``checkpoint_uri``, ``aws_conn_id``, the deadlines
+    (``admission_timeout``, ``startup_timeout``, ``run_timeout``, ``deadline``), ``on_finish``,
+    ``deferrable``, ``poll_interval``, ``stream_logs``, ``log_lines``.
+
+    Returns (XCom) ``{kind, name, namespace, uid, state, reason, started_at, finished_at, duration_seconds,
+    attempts, resumed_from}``.
+    """
+
+    kind = "Job"
+    api_version = "batch/v1"
+    workload_fields = ("backoff_limit", "restart_policy")
+
+    def __init__(self, *, backoff_limit: int = 0, restart_policy: str = "Never", **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.backoff_limit = backoff_limit
+        self.restart_policy = restart_policy
+        self._validate_at_parse_time()
+
+    def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
+        spec = FineTuneJobSpec(
+            pod=pod_template(values, placement),
+            backoff_limit=values["backoff_limit"],
+            restart_policy=values["restart_policy"],
+            active_deadline_seconds=values["active_deadline_seconds"],
+            ttl_seconds_after_finished=values["ttl_seconds_after_finished"],
+            queue_name=values["queue_name"],
+            labels=values["labels"] or {},
+        )
+        return build_job(spec, placement.name, placement.namespace, placement.labels, placement.annotations)
+
+
+class PyTorchJobOperator(_TrainingOperator):
+    """Run distributed training as a kubeflow.org/v1 PyTorchJob (one Master + ``workers`` Workers, all with
+    the same pod) and wait for it, adopting instead of duplicating.
+
+    The pod arguments, the deadlines, resume and cleanup are those of :class:`FineTuneJobOperator`. Specific:
+    ``workers`` (default 1), ``nproc_per_node`` (int, ``auto``, ``cpu`` or ``gpu``), ``restart_policy``
+    (OnFailure | Always | Never | ExitCode), ``backoff_limit`` (None: the training operator's default),
+    ``clean_pod_policy`` (None | Running | All; what happens to pods still running when the job ends),
+    ``active_deadline_seconds``, ``ttl_seconds_after_finished``, ``queue_name`` (Kueue), ``labels``. A failure
+    names the replica that failed first (the others usually fail because of it).
+    """
+
+    kind = "PyTorchJob"
+    api_version = "kubeflow.org/v1"
+    workload_fields = ("workers", "nproc_per_node", "restart_policy", "backoff_limit", "clean_pod_policy")
+
+    def __init__(
+        self,
+        *,
+        workers: int = 1,
+        nproc_per_node: int | str | None = None,
+        restart_policy: str = "OnFailure",
+        backoff_limit: int | None = None,
+        clean_pod_policy: str = "None",
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.workers = workers
+        self.nproc_per_node = nproc_per_node
+        self.restart_policy = restart_policy
+        self.backoff_limit = backoff_limit
+        self.clean_pod_policy = clean_pod_policy
+        self._validate_at_parse_time()
+
+    def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
+        spec = PyTorchJobSpec(
+            master=pod_template(values, placement),
+            workers=values["workers"],
+            nproc_per_node=values["nproc_per_node"],
+            restart_policy=values["restart_policy"],
+            backoff_limit=values["backoff_limit"],
+            active_deadline_seconds=values["active_deadline_seconds"],
+            ttl_seconds_after_finished=values["ttl_seconds_after_finished"],
+            clean_pod_policy=values["clean_pod_policy"],
+            queue_name=values["queue_name"],
+            labels=values["labels"] or {},
+        )
+        return build_pytorchjob(
+            spec, placement.name, placement.namespace, placement.labels, placement.annotations
+        )

@@ -1,0 +1,196 @@
+"""``TrainingJobSensor``: wait for an existing Job or PyTorchJob (by name) with the operators' trigger and
+phased deadlines.
+
+Why a sensor next to the operators: a workload launched elsewhere (another DAG, a CI system, ``kubectl``)
+still deserves the deferrable wait, the live logs, the deadlines and the failure message of our operators.
+Unlike them it does not own the workload: it never deletes it - not on a deadline, not on kill.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import TYPE_CHECKING, Any
+
+from airflow.sdk import BaseSensorOperator, PokeReturnValue
+
+from airflow_k8s_ml.errors import K8sMLError, ValidationError
+from airflow_k8s_ml.manifests.naming import validate_name, validate_namespace
+from airflow_k8s_ml.operators._args import is_templated
+from airflow_k8s_ml.operators._waiting import WaitSettings
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.operators._adopt import WorkloadRecord
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+__all__ = ["TrainingJobSensor"]
+
+#: kind -> apiVersion of the workloads this sensor understands.
+KINDS = {"Job": "batch/v1", "PyTorchJob": "kubeflow.org/v1"}
+
+
+class TrainingJobSensor(BaseSensorOperator):
+    """Succeed when the Job/PyTorchJob ``namespace/name`` succeeds; fail with the trigger's diagnosis when it
+    fails or when an Airflow-side deadline expires (the workload is left alone).
+
+    Returns (XCom) the same dict as the training operators (``attempts`` from the run label, 1 if absent).
+
+    :param name: the workload's name (templated).
+    :param kind: ``Job`` (default) or ``PyTorchJob``.
+    :param namespace: its namespace (templated); None: the connection's namespace.
+    :param admission_timeout: / ``startup_timeout`` / ``run_timeout``: phase budgets (timedelta or seconds),
+        phases timed from the objects' own timestamps, so a workload already stuck for an hour is late now.
+    :param deadline: overall budget from the sensor's first try (timedelta) or an absolute time (templated).
+    :param deferrable: wait in the triggerer (default); otherwise poke every ``poll_interval`` seconds.
+    """
+
+    template_fields: Sequence[str] = ("name", "namespace", "deadline")
+    ui_color = "#dbe9f6"
+
+    def __init__(
+        self,
+        *,
+        name: str,
+        kind: str = "Job",
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        admission_timeout: Any = None,
+        startup_timeout: Any = None,
+        run_timeout: Any = None,
+        deadline: Any = None,
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(poke_interval=poll_interval, **kwargs)
+        if kind not in KINDS:
+            raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
+        self.name = name
+        self.kind = kind
+        self.namespace = namespace
+        self.kubernetes_conn_id = kubernetes_conn_id
+        self.admission_timeout = admission_timeout
+        self.startup_timeout = startup_timeout
+        self.run_timeout = run_timeout
+        self.deadline = deadline
+        self.deferrable = deferrable
+        self.poll_interval = poll_interval
+        self.stream_logs = stream_logs
+        self.log_lines = log_lines
+        self._record: WorkloadRecord | None = None
+        self._clock: Any = None
+        self._validate(templated_ok=True)
+
+    def _validate(self, *, templated_ok: bool) -> WaitSettings:
+        """Static values at parse time (templated ones skipped), everything again once rendered."""
+        if not (templated_ok and is_templated(self.name)):
+            validate_name(self.kind, self.name, "name")
+        if self.namespace is not None and not (templated_ok and is_templated(self.namespace)):
+            validate_namespace(self.namespace)
+        deadline = None if templated_ok and is_templated(self.deadline) else self.deadline
+        return WaitSettings.build(
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=deadline,
+            poll_interval=self.poll_interval,
+            stream_logs=self.stream_logs,
+            log_lines=self.log_lines,
+        )
+
+    # -- Airflow entry points -------------------------------------------------------------------------------
+    def execute(self, context: Context) -> Any:
+        settings = self._validate(templated_ok=False)
+        if not self.deferrable:
+            return super().execute(context)
+        found = self.poke(context)
+        if found:
+            return found.xcom_value if isinstance(found, PokeReturnValue) else None
+        record = self._target(context)
+        self.log.info("waiting in the triggerer for %s %s/%s", record.kind, record.namespace, record.name)
+        self.defer(
+            trigger=settings.trigger(record, delete_on_kill=False),
+            method_name="execute_complete",
+            kwargs={"record": record.to_dict()},
+            timeout=timedelta(seconds=self.timeout),  # the sensor's own timeout stays a backstop
+        )
+
+    def poke(self, context: Context) -> bool | PokeReturnValue:
+        """One look, with the operators' pure evaluation (state, phase, deadlines)."""
+        from airflow_k8s_ml.operators._waiting import evaluate_once
+        from airflow_k8s_ml.triggers.deadlines import PhaseClock
+
+        record = self._target(context)
+        if self._clock is None:
+            self._clock = PhaseClock()
+        settings = self._validate(templated_ok=False)
+        event = evaluate_once(self._client(), record, settings, self._clock)
+        if event is None:
+            return False
+        return PokeReturnValue(is_done=True, xcom_value=self._finish(record, event))
+
+    def execute_complete(
+        self, context: Context, event: Mapping[str, Any], record: Mapping[str, Any] | None = None
+    ) -> Any:
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        target = WorkloadRecord.from_dict(record) or self._target(context)
+        return self._finish(target, WorkloadEvent.from_payload(event))
+
+    # -- helpers --------------------------------------------------------------------------------------------
+    def _client(self) -> KubeClient:
+        from airflow_k8s_ml.kube.sync_client import KubeClient
+
+        return KubeClient(self.kubernetes_conn_id, self.namespace)
+
+    def _target(self, context: Context) -> WorkloadRecord:
+        """The workload as first seen (its uid pins the wait: a same-name replacement is an error)."""
+        if self._record is not None:
+            return self._record
+        from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
+        from airflow_k8s_ml.operators._adopt import RESUMED_FROM_ANNOTATION, WorkloadRecord
+
+        client = self._client()
+        namespace = self.namespace or client.namespace
+        obj = client.get(KINDS[self.kind], self.kind, self.name, namespace)
+        if obj is None:
+            raise K8sMLError(f"{self.kind} {namespace}/{self.name} not found")
+        meta = obj.get("metadata") or {}
+        attempt = str((meta.get("labels") or {}).get(ATTEMPT_LABEL, "1"))
+        self._record = WorkloadRecord(
+            kind=self.kind,
+            api_version=KINDS[self.kind],
+            name=self.name,
+            namespace=namespace,
+            uid=str(meta.get("uid", "")),
+            attempt=int(attempt) if attempt.isdigit() else 1,
+            submitted_at=self._started_at(context),
+            resumed_from=(meta.get("annotations") or {}).get(RESUMED_FROM_ANNOTATION),
+        )
+        return self._record
+
+    def _started_at(self, context: Context) -> float:
+        """When the wait began (the overall deadline's base): a rescheduled sensor's first try, else now."""
+        if self.reschedule:
+            ti = context.get("ti")
+            first = ti.get_first_reschedule_date(context) if ti is not None else None
+            if first is not None:
+                return float(first.timestamp())
+        return time.time()
+
+    def _finish(self, record: WorkloadRecord, event: WorkloadEvent) -> dict[str, Any]:
+        from airflow_k8s_ml.operators._outcome import result_payload
+        from airflow_k8s_ml.operators._waiting import raise_for_event
+
+        if event.outcome != "succeeded":
+            raise_for_event(self._client(), record, event, self.log, delete=False)
+        self.log.info("%s %s/%s succeeded", record.kind, record.namespace, record.name)
+        return result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)

@@ -1,0 +1,81 @@
+"""What went wrong, in a few hundred bytes (pure): failed pods first-failure-first, and the event message.
+
+Why in the trigger: the event is what the operator fails with, so it should already say which replica
+died first, with its exit code and last lines (distributed runs: the others usually fail *because* of it),
+without the worker asking the cluster again. Kept small on purpose (it is stored in the metadata DB):
+at most :data:`MAX_PODS` pods and ~20 lines each.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from airflow_k8s_ml.kube.resources import replica_name
+from airflow_k8s_ml.status import WorkloadState, pod_problem
+
+__all__ = ["MAX_PODS", "failed_pods", "failure_message", "pod_report"]
+
+MAX_PODS = 5
+MAX_LINE = 300
+
+
+def _terminations(pod: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """Non-zero exits of the pod's containers (current instance, else the previous one)."""
+    out: list[Mapping[str, Any]] = []
+    for container in (pod.get("status") or {}).get("containerStatuses") or []:
+        for holder in ("state", "lastState"):
+            terminated = (container.get(holder) or {}).get("terminated")
+            if isinstance(terminated, Mapping) and terminated.get("exitCode") not in (0, None):
+                out.append({**terminated, "container": container.get("name")})
+                break
+    return out
+
+
+def _first_exit(pod: Mapping[str, Any]) -> str:
+    times = [str(t.get("finishedAt") or "") for t in _terminations(pod)]
+    times = [t for t in times if t]
+    return min(times) if times else ""
+
+
+def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Pods that failed or are stuck, earliest exit first (pods that never exited after, by name)."""
+    chosen = [
+        pod
+        for pod in pods
+        if (pod.get("status") or {}).get("phase") == "Failed" or _terminations(pod) or pod_problem(pod)
+    ]
+    return sorted(chosen, key=lambda p: (_first_exit(p) == "", _first_exit(p), replica_name(p)))
+
+
+def pod_report(pod: Mapping[str, Any], last_lines: Sequence[str]) -> dict[str, Any]:
+    """One failed pod for the event: replica, pod, problem, exit code, when, the last lines."""
+    exits = _terminations(pod)
+    first = min(exits, key=lambda t: str(t.get("finishedAt") or "~")) if exits else None
+    return {
+        "replica": replica_name(pod),
+        "pod": str((pod.get("metadata") or {}).get("name") or "?"),
+        "problem": pod_problem(pod) or str((pod.get("status") or {}).get("reason") or ""),
+        "exit_code": first.get("exitCode") if first else None,
+        "finished_at": str(first.get("finishedAt") or "") if first else "",
+        "last_lines": [line[:MAX_LINE] for line in list(last_lines)[-20:]],
+    }
+
+
+def failure_message(
+    kind: str, namespace: str, name: str, state: WorkloadState, reports: Sequence[Mapping[str, Any]]
+) -> str:
+    """``PyTorchJob ml/ft failed (BackoffLimitExceeded): ...; first failure: [worker-1] container pytorch
+    terminated with exit code 1 (Error): <last line>``, plus one line per other failed pod."""
+    text = f"{kind} {namespace}/{name} {state.summary()}"
+    if not reports:
+        return text
+    first, *others = reports
+    lead = "first failure" if others else "failed pod"
+    text += f"; {lead}: [{first['replica']}] {first['problem'] or 'failed'}"
+    last = next((line for line in reversed(first.get("last_lines") or []) if line.strip()), "")
+    if last:
+        text += f": {last.strip()}"
+    for report in others:
+        text += f"\n  [{report['replica']}] {report['problem'] or 'failed'}"
+    return text

@@ -1,0 +1,84 @@
+"""``WorkloadEvent``: the one event :class:`~airflow_k8s_ml.triggers.workload.WorkloadTrigger` fires.
+
+Why a typed event: the operator, the sensor and the tests read the same fields instead of branching on
+hand-built dict keys (what the cncf provider does in ten places). It crosses the triggerer -> worker
+boundary as JSON via :meth:`WorkloadEvent.to_payload` / :meth:`WorkloadEvent.from_payload`.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from airflow_k8s_ml.status import WorkloadState
+
+__all__ = ["OUTCOMES", "WorkloadEvent"]
+
+#: succeeded/failed: the workload's terminal state; deadline: an Airflow-side budget ran out (the workload
+#: still runs: the operator deletes it); error: the wait itself failed (workload deleted or replaced,
+#: API access refused) - ``message`` says which.
+OUTCOMES = ("succeeded", "failed", "deadline", "error")
+
+
+@dataclass(frozen=True)
+class WorkloadEvent:
+    """Everything the operator needs to finish: identity, final state, a message to fail with.
+
+    ``pods``: failed or stuck pods (``replica``, ``pod``, ``problem``, ``exit_code``, ``finished_at``,
+    ``last_lines`` - at most ~20 lines each, first failure first); ``warnings``: Warning events of the
+    workload and its pods; ``log_cursor``: per replica, the last log line relayed (``{"ts": ..., "n": ...}``)
+    so whoever reads the logs next starts after it.
+    """
+
+    outcome: str
+    kind: str
+    name: str
+    namespace: str
+    uid: str
+    state: dict[str, Any]
+    message: str
+    deadline_phase: str | None = None
+    log_cursor: dict[str, Any] | None = None
+    pods: list[dict[str, Any]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if self.outcome not in OUTCOMES:
+            raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {self.outcome!r}")
+
+    @property
+    def workload_state(self) -> WorkloadState:
+        return WorkloadState.from_payload(self.state)
+
+    def to_payload(self) -> dict[str, Any]:
+        return {
+            "outcome": self.outcome,
+            "kind": self.kind,
+            "name": self.name,
+            "namespace": self.namespace,
+            "uid": self.uid,
+            "state": copy.deepcopy(self.state),
+            "message": self.message,
+            "deadline_phase": self.deadline_phase,
+            "log_cursor": copy.deepcopy(self.log_cursor),
+            "pods": copy.deepcopy(self.pods),
+            "warnings": list(self.warnings),
+        }
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, Any]) -> WorkloadEvent:
+        return cls(
+            outcome=str(payload["outcome"]),
+            kind=str(payload.get("kind") or ""),
+            name=str(payload.get("name") or ""),
+            namespace=str(payload.get("namespace") or ""),
+            uid=str(payload.get("uid") or ""),
+            state=copy.deepcopy(dict(payload.get("state") or {"phase": "pending"})),
+            message=str(payload.get("message") or ""),
+            deadline_phase=payload.get("deadline_phase"),
+            log_cursor=copy.deepcopy(payload.get("log_cursor")),
+            pods=copy.deepcopy(list(payload.get("pods") or [])),
+            warnings=[str(w) for w in payload.get("warnings") or []],
+        )

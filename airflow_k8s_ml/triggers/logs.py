@@ -1,0 +1,237 @@
+"""Live log relay: every replica's container logs into the trigger's log (the task log while deferred).
+
+Lines are prefixed by replica (``[master-0]``, ``[worker-1]``; the pod name for Jobs). Each stream is a
+``follow`` read with ``timestamps``; the per-replica cursor (last timestamp relayed and how many lines
+carried exactly that timestamp) survives reconnects: a resumed read asks for ``sinceTime`` (seconds
+precision, which every API server accepts) and :class:`LineFilter` drops what was already relayed, so a cut
+connection or a container restart never duplicates a line. The cursor travels in the trigger's final event
+so the operator can read what came after it.
+
+The pure parts (timestamp parsing, :class:`LineFilter`, :func:`advance`) are unit-tested; :class:`LogRelay`
+is the I/O shell, fed pod updates by the trigger's shared pod watch (it never lists pods itself).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections import deque
+from collections.abc import Iterable, Mapping
+from datetime import datetime
+from typing import Any
+
+from airflow_k8s_ml.kube.errors import ApiError
+from airflow_k8s_ml.kube.resources import replica_name, resource_for
+
+__all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_key"]
+
+Cursor = dict[str, Any]  # {"ts": "2024-05-01T12:00:00.123456789Z", "n": 2}
+MAX_LINE = 500
+
+
+def split_timestamp(line: str) -> tuple[str, str]:
+    """``"<RFC3339Nano> text"`` -> (timestamp, text); ("", line) when the line has no timestamp."""
+    stamp, sep, text = line.partition(" ")
+    if sep and timestamp_key(stamp) is not None:
+        return stamp, text
+    return "", line
+
+
+def timestamp_key(stamp: str) -> tuple[int, int] | None:
+    """(epoch seconds, nanoseconds): exact ordering of RFC3339Nano stamps (datetime stops at micros)."""
+    try:
+        main, offset = stamp, ""
+        if stamp.endswith("Z"):
+            main, offset = stamp[:-1], "+00:00"
+        elif len(stamp) > 6 and stamp[-6] in "+-" and stamp[-3] == ":":
+            main, offset = stamp[:-6], stamp[-6:]
+        whole, _, fraction = main.partition(".")
+        if not fraction.isdigit() and fraction:
+            return None
+        seconds = datetime.fromisoformat(whole + (offset or "+00:00")).timestamp()
+        return int(seconds), int((fraction or "0")[:9].ljust(9, "0"))
+    except ValueError:
+        return None
+
+
+class LineFilter:
+    """Drops lines already relayed before a reconnect: older than the cursor, or the first ``n`` lines
+    carrying exactly the cursor's timestamp."""
+
+    def __init__(self, cursor: Cursor | None) -> None:
+        self._key = timestamp_key(str(cursor["ts"])) if cursor else None
+        self._repeats = int(cursor.get("n", 1)) if cursor else 0
+        self._equal_seen = 0
+
+    def accept(self, stamp: str) -> bool:
+        key = timestamp_key(stamp) if stamp else None
+        if self._key is None or key is None:
+            return True
+        if key < self._key:
+            return False
+        if key == self._key:
+            self._equal_seen += 1
+            return self._equal_seen > self._repeats
+        return True
+
+
+def advance(cursor: Cursor | None, stamp: str) -> Cursor | None:
+    """The cursor after relaying a line stamped ``stamp``."""
+    if not stamp:
+        return cursor
+    if cursor and cursor.get("ts") == stamp:
+        return {"ts": stamp, "n": int(cursor.get("n", 1)) + 1}
+    return {"ts": stamp, "n": 1}
+
+
+def since_time(cursor: Cursor | None) -> str | None:
+    """``sinceTime`` for a resumed read: the cursor's second (the filter drops the overlap)."""
+    if not cursor:
+        return None
+    stamp = str(cursor["ts"])
+    return stamp[:19] + "Z" if len(stamp) >= 19 else None
+
+
+def _container_state(pod: Mapping[str, Any], container: str) -> Mapping[str, Any]:
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        if status.get("name") == container:
+            return status.get("state") or {}
+    return {}
+
+
+def _started(pod: Mapping[str, Any], container: str) -> bool:
+    state = _container_state(pod, container)
+    return "running" in state or "terminated" in state
+
+
+def _finished(pod: Mapping[str, Any], container: str) -> bool:
+    """The container's last instance has exited and no other will start."""
+    phase = (pod.get("status") or {}).get("phase")
+    policy = (pod.get("spec") or {}).get("restartPolicy", "Always")
+    terminated = "terminated" in _container_state(pod, container)
+    return terminated and (phase in ("Succeeded", "Failed") or policy == "Never")
+
+
+def stream_keys(pod: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """(container, replica key) per container: ``master-0`` or ``master-0/sidecar`` for multi-container."""
+    containers = [str(c.get("name")) for c in (pod.get("spec") or {}).get("containers") or []]
+    replica = replica_name(pod)
+    if len(containers) == 1:
+        return [(containers[0], replica)]
+    return [(name, f"{replica}/{name}") for name in containers]
+
+
+class LogRelay:
+    """Follow the logs of every started container of the pods it is shown; stop when they finish."""
+
+    def __init__(
+        self,
+        kube: Any,
+        namespace: str,
+        log: logging.Logger | Any,
+        *,
+        cursor: Mapping[str, Cursor] | None = None,
+        keep_lines: int = 20,
+        reconnect_delay: float = 0.5,
+        max_streams: int = 64,
+    ) -> None:
+        self.kube = kube
+        self.namespace = namespace
+        self.log = log
+        self.cursor: dict[str, Cursor] = {k: dict(v) for k, v in (cursor or {}).items()}
+        self.tails: dict[str, deque[str]] = {}
+        self.keep_lines = keep_lines
+        self.reconnect_delay = reconnect_delay
+        self.max_streams = max_streams
+        self._pods: dict[str, Mapping[str, Any]] = {}
+        self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
+        self._changed = asyncio.Event()
+
+    def update(self, pods: Iterable[Mapping[str, Any]]) -> None:
+        """Latest pods of the workload (from the shared pod watch): start streams for started containers."""
+        current = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
+        self._pods = current
+        self._changed.set()
+        for uid, pod in current.items():
+            for container, key in stream_keys(pod):
+                if (uid, container) in self._tasks or not _started(pod, container):
+                    continue
+                if len(self._tasks) >= self.max_streams:
+                    return
+                task = asyncio.get_running_loop().create_task(self._follow(uid, container, key))
+                self._tasks[(uid, container)] = task
+
+    def last_lines(self, key: str) -> list[str]:
+        return list(self.tails.get(key, ()))
+
+    async def drain(self, timeout: float) -> None:
+        """Give streams of finished containers ``timeout`` seconds to deliver their last lines."""
+        pending = [t for t in self._tasks.values() if not t.done()]
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
+
+    async def close(self) -> None:
+        tasks = list(self._tasks.values())
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+    # -- one container ----------------------------------------------------------------------------------
+    async def _wait_for_change(self, timeout: float = 1.0) -> None:
+        self._changed.clear()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._changed.wait(), timeout)
+
+    async def _follow(self, uid: str, container: str, key: str) -> None:
+        """Read, and read again after a cut, until the container's last instance has been read to its end."""
+        failures = 0
+        while True:
+            pod = self._pods.get(uid)
+            if pod is None:
+                return
+            if not _started(pod, container):
+                await self._wait_for_change()
+                continue
+            complete_before = _finished(pod, container)
+            try:
+                await self._read(str((pod.get("metadata") or {}).get("name")), container, key)
+                failures = 0
+            except ApiError as exc:
+                if exc.status == 404:
+                    return
+                failures += 1
+                if failures > 20:
+                    self.log.warning("[%s] giving up on logs: %s", key, exc)
+                    return
+            if complete_before:
+                return
+            await asyncio.sleep(self.reconnect_delay * min(failures + 1, 10))
+
+    async def _read(self, pod_name: str, container: str, key: str) -> None:
+        query = [("follow", "true"), ("timestamps", "true"), ("container", container)]
+        since = since_time(self.cursor.get(key))
+        if since:
+            query.append(("sinceTime", since))
+        path = resource_for("v1", "Pod").object_path(self.namespace, pod_name, "log")
+        response = await self.kube.stream(path, query, read_timeout=None)
+        line_filter = LineFilter(self.cursor.get(key))
+        try:
+            async for raw in response.content:
+                self._relay(key, raw.decode("utf-8", "replace").rstrip("\r\n"), line_filter)
+        except Exception as exc:  # a cut connection: the caller resumes after the cursor
+            raise ApiError(0, type(exc).__name__, str(exc)) from exc
+        finally:
+            response.close()
+
+    def _relay(self, key: str, line: str, line_filter: LineFilter) -> None:
+        stamp, text = split_timestamp(line)
+        if not line_filter.accept(stamp):
+            return
+        self.log.info("[%s] %s", key, text)
+        moved = advance(self.cursor.get(key), stamp)
+        if moved is not None:
+            self.cursor[key] = moved
+        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text[:MAX_LINE])

@@ -1,0 +1,122 @@
+"""InferenceDeploymentOperator without a cluster: parse-time validation, rendering, serialization, imports."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from airflow.sdk import DAG
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.naming import RunKey
+from airflow_k8s_ml.operators._serving import inference_spec, render_inference
+from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+
+BASE: dict[str, Any] = {"task_id": "deploy", "name": "digits", "model_uri": "file:///m/step-1/", "image": "py:3"}
+KEY = RunKey("nightly", "deploy", "scheduled__2024-06-01T00:00:00+00:00", attempt=3)
+
+
+def _operator(**overrides: Any) -> InferenceDeploymentOperator:
+    return InferenceDeploymentOperator(**{**BASE, **overrides})
+
+
+@pytest.mark.parametrize(
+    ("overrides", "field"),
+    [
+        ({"name": "Digits_Model"}, "name"),
+        ({"namespace": "Bad NS"}, "namespace"),
+        ({"model_uri": {"step": 3}}, "model_uri"),
+        ({"replicas": 2, "autoscaling": {"max_replicas": 3, "metric_name": "rps", "metric_target": 5}}, "replicas"),
+        ({"autoscaling": {"max_replicas": 3, "cpu": 70}}, "autoscaling.cpu"),
+        ({"autoscaling": {"max_replicas": 3, "target_cpu_utilization": 70}}, "requests"),
+        ({"pod_options": {"tolerations": [], "colour": "red"}}, "pod_options.colour"),
+        ({"deployment_options": {"max_surge": 0, "max_unavailable": 0}}, "max_unavailable"),
+        ({"network_policy": {}}, "network_policy"),
+        ({"pdb_min_available": 1}, "pdb_min_available"),
+        ({"env": {"MODEL_URI": "x"}}, "env[MODEL_URI]"),
+        ({"smoke_request": {"instances": []}}, "smoke_path"),
+        ({"rollout_timeout": -5}, "rollout_timeout"),
+        ({"deployment_overrides": {"spec": {"selector": {"matchLabels": {"a": "b"}}}}}, "deployment_overrides.spec.selector"),
+    ],
+)
+def test_bad_arguments_fail_at_dag_parse_time_naming_the_field(overrides: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        _operator(**overrides)
+    assert info.value.field == field
+
+
+def test_templated_and_xcom_arguments_are_checked_later() -> None:
+    with DAG("d", schedule=None):
+        gate = _operator(task_id="gate")
+        op = _operator(model_uri=gate.output, name="{{ params.name }}", namespace="{{ params.ns }}")
+    assert op.model_uri is not None
+
+
+def test_rendered_objects_carry_model_and_run_but_not_the_attempt() -> None:
+    values = {**BASE, "model_uri": {"uri": "file:///m/step-7/", "step": 7}, "replicas": 2}
+    values.update({"port": 8080, "readiness_path": "/readyz", "liveness_path": "/healthz"})
+    values.update({"pdb_min_available": 1, "network_policy": {"from_namespaces": ["airflow"]}})
+    objects = render_inference(inference_spec(values), "digits", "ml", KEY)
+    assert [o["kind"] for o in objects] == [
+        "NetworkPolicy",
+        "Deployment",
+        "Service",
+        "PodDisruptionBudget",
+    ]
+    deployment = objects[1]
+    labels = deployment["metadata"]["labels"]
+    annotations = deployment["metadata"]["annotations"]
+    assert labels["airflow-k8s-ml/dag-id"] == "nightly" and "airflow-k8s-ml/attempt" not in labels
+    assert annotations["airflow-k8s-ml/run-id"] == KEY.run_id and "airflow-k8s-ml/attempt" not in annotations
+    assert annotations["airflow-k8s-ml/model-uri"] == "file:///m/step-7/"
+    template = deployment["spec"]["template"]
+    # The run is not in the pod template (a new run with the same model must not roll the pods).
+    assert not any(key.startswith("airflow-k8s-ml/run") for key in template["metadata"]["labels"])
+    env = {e["name"]: e.get("value") for e in template["spec"]["containers"][0]["env"]}
+    assert env["MODEL_URI"] == "file:///m/step-7/" and env["PORT"] == "8080"
+
+
+def test_deployment_overrides_are_a_merge_patch_on_the_deployment_only() -> None:
+    values = {**BASE, "readiness_path": "/readyz"}
+    overrides = {"spec": {"template": {"spec": {"terminationGracePeriodSeconds": 5}}, "minReadySeconds": None}}
+    objects = render_inference(inference_spec(values), "digits", "ml", KEY, overrides)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
+    assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
+    assert "minReadySeconds" not in deployment["spec"]
+    assert deployment["spec"]["template"]["spec"]["containers"][0]["name"] == "server"
+
+
+def test_every_template_field_survives_dag_serialization() -> None:
+    from airflow.serialization.serialized_objects import DagSerialization
+
+    with DAG("serial", schedule=None) as dag:
+        _operator(
+            model_uri="{{ ti.xcom_pull('gate')['uri'] }}",
+            env={"LOG_LEVEL": "info"},
+            smoke_path="/predict",
+            smoke_request={"instances": [[0] * 64]},
+            expected_response={"$.predictions": [0]},
+            autoscaling={"max_replicas": 3, "target_cpu_utilization": 70},
+            requests={"cpu": "100m"},
+        )
+    task = DagSerialization.from_dict(DagSerialization.to_dict(dag)).get_task("deploy")
+    original = dag.get_task("deploy")
+    for name in InferenceDeploymentOperator.template_fields:
+        assert getattr(task, name) == getattr(original, name), name
+
+
+def test_importing_and_building_the_operators_stays_light() -> None:
+    script = """
+import sys
+from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
+InferenceDeploymentOperator(task_id="d", name="m", model_uri="file:///m/", image="i")
+BatchInferenceCronJobOperator(task_id="b", name="b", schedule="@daily", model_uri="file:///m/",
+                              input_uri="file:///i/", output_uri="file:///o/", image="i")
+heavy = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
+print(",".join(sorted(m for m in heavy if m in sys.modules)))
+"""
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    assert out.stdout.strip() == ""
