@@ -149,6 +149,15 @@ class KubeClient:
 
         return self._retrying(call)
 
+    def get_raw(self, path: str, query: Query | None = None) -> bytes:
+        """GET a non-JSON endpoint (``/metrics``, ``/healthz``), with retries."""
+
+        def call() -> bytes:
+            data: bytes = self._send("GET", path, query=query).data
+            return data
+
+        return self._retrying(call)
+
     def _ns(self, namespace: str | None) -> str:
         return namespace or self.namespace
 

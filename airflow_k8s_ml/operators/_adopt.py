@@ -21,7 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests.naming import ANNOTATION_PREFIX, ATTEMPT_LABEL
+from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
+from airflow_k8s_ml.operators._args import RESUMED_FROM_ANNOTATION
 from airflow_k8s_ml.status import WorkloadState, classify
 
 __all__ = [
@@ -39,8 +40,6 @@ __all__ = [
 
 #: The ``task_state_store`` key. Renaming it breaks in-flight retries of deployed DAGs (old key stored).
 STATE_KEY = "airflow_k8s_ml.workload"
-#: Annotation carrying the checkpoint an attempt resumed from, so a result can be rebuilt from the object.
-RESUMED_FROM_ANNOTATION = f"{ANNOTATION_PREFIX}resumed-from"
 
 
 @dataclass(frozen=True)

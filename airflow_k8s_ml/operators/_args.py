@@ -19,9 +19,11 @@ __all__ = [
     "CHECKPOINT_URI_ENV",
     "ON_FINISH",
     "PLACEHOLDER",
+    "RESUMED_FROM_ANNOTATION",
     "RESUME_FROM_ENV",
     "RESUME_PLACEHOLDER",
     "check_on_finish",
+    "check_wait_args",
     "is_templated",
     "neutralize",
     "parse_deadline",
@@ -35,6 +37,8 @@ PLACEHOLDER = "templated"
 #: Written as an argument, replaced at launch with the resolved checkpoint URI ("" for a fresh start).
 #: The operator puts this same string into the Jinja context, so Airflow renders it to itself.
 RESUME_PLACEHOLDER = "{{ resume_from }}"
+#: Annotation carrying the checkpoint an attempt resumed from, so a result can be rebuilt from the object.
+RESUMED_FROM_ANNOTATION = "airflow-k8s-ml/resumed-from"
 CHECKPOINT_URI_ENV = "CHECKPOINT_URI"
 RESUME_FROM_ENV = "RESUME_FROM"
 #: keep: leave the workload (default; logs and pods stay for debugging, TTL may still clean up);
@@ -112,6 +116,28 @@ def parse_deadline(value: Any, field: str = "deadline") -> tuple[timedelta | Non
                 field, f"must be a timedelta, a datetime or an ISO 8601 time, got {value!r}"
             ) from None
     return to_timedelta(value, field), None
+
+
+def check_wait_args(
+    *,
+    admission_timeout: Any,
+    startup_timeout: Any,
+    run_timeout: Any,
+    deadline: Any,
+    poll_interval: Any,
+    log_lines: Any,
+) -> None:
+    """The waiting arguments of an operator or sensor, checked without building anything (parse time)."""
+    for name, value in (
+        ("admission_timeout", admission_timeout),
+        ("startup_timeout", startup_timeout),
+        ("run_timeout", run_timeout),
+        ("poll_interval", poll_interval),
+    ):
+        to_timedelta(value, name)
+    parse_deadline(deadline)
+    if isinstance(log_lines, bool) or not isinstance(log_lines, int) or log_lines < 0:
+        raise ValidationError("log_lines", f"must be an integer >= 0, got {log_lines!r}")
 
 
 def substitute_resume(args: Sequence[str] | None, resume_uri: str | None) -> list[str] | None:

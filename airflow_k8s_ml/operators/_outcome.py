@@ -61,7 +61,8 @@ def event_report(
     lines = [f"{what}: {state.summary()}"]
     for pod in pods:
         exit_code = pod.get("exit_code")
-        head = f"[{pod.get('replica')}] pod {pod.get('pod')}"
+        replica, name = pod.get("replica"), pod.get("pod")
+        head = f"pod {name}" if replica in (None, name) else f"[{replica}] pod {name}"
         if exit_code is not None:
             head += f" exited {exit_code}"
         if pod.get("problem"):

@@ -22,6 +22,7 @@ __all__ = [
     "controlled_by",
     "equal_ignore_hash",
     "plan_rollback",
+    "revision_hash",
     "revision_of",
 ]
 
@@ -181,3 +182,14 @@ def plan_rollback(
         {"op": "replace", "path": "/metadata/annotations", "value": annotations},
     ]
     return RollbackPlan("patch", "rolled back", revision, rs_name, patch)
+
+
+def revision_hash(replica_sets: Iterable[Mapping[str, Any]], revision: int) -> str | None:
+    """The ``pod-template-hash`` of the ReplicaSet holding ``revision``: selects that revision's pods."""
+    for rs in replica_sets:
+        if revision_of(rs) == revision:
+            labels = ((rs.get("spec") or {}).get("template") or {}).get("metadata", {}).get("labels") or {}
+            return labels.get(POD_TEMPLATE_HASH_LABEL) or (_meta(rs).get("labels") or {}).get(
+                POD_TEMPLATE_HASH_LABEL
+            )
+    return None

@@ -106,6 +106,7 @@ def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str,
 
 # --- typed specs from operator arguments -----------------------------------------------------------------
 
+POD_IP_ENV = "POD_IP"
 #: PodTemplate fields the serving operators take as top-level arguments; the rest go in ``pod_options``.
 POD_ARGUMENTS = (
     "image",
@@ -141,11 +142,22 @@ def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str,
     return dict(value)
 
 
-def pod_template(values: Mapping[str, Any]) -> PodTemplate:
-    """The pod from the top-level pod arguments plus ``pod_options`` (any other PodTemplate field)."""
+def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodTemplate:
+    """The pod from the top-level pod arguments plus ``pod_options`` (any other PodTemplate field).
+
+    ``pod_ip_env`` adds ``POD_IP`` from the downward API (``status.podIP``) unless the user sets it: a
+    server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
+    provides it that way (``workloads.serve`` binds ``POD_IP``).
+    """
     extra_fields = tuple(f.name for f in fields(PodTemplate) if f.name not in POD_ARGUMENTS)
     options = _options(values.get("pod_options"), extra_fields, "pod_options")
     given = {name: values[name] for name in POD_ARGUMENTS if values.get(name) is not None}
+    if pod_ip_env:
+        field_env = dict(options.get("field_env") or {})
+        user_vars = {*(given.get("env") or {}), *(given.get("secret_env") or {}), *field_env}
+        user_vars |= set(options.get("config_map_env") or {})
+        if POD_IP_ENV not in user_vars:
+            options["field_env"] = {POD_IP_ENV: "status.podIP", **field_env}
     return PodTemplate(**given, **options)
 
 
@@ -153,7 +165,7 @@ def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:
     """The InferenceSpec from the operator's (rendered) arguments; ``ValidationError`` names the field."""
     options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
     return InferenceSpec(
-        pod=pod_template(values),
+        pod=pod_template(values, pod_ip_env=True),
         model_uri=resolve_model_uri(values.get("model_uri")),
         replicas=values.get("replicas"),
         port=values.get("port", 8080),

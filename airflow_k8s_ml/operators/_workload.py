@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
 from airflow.sdk import BaseOperator
 
@@ -28,35 +29,43 @@ from airflow_k8s_ml.operators._args import (
     PLACEHOLDER,
     RESUME_FROM_ENV,
     RESUME_PLACEHOLDER,
+    RESUMED_FROM_ANNOTATION,
     check_on_finish,
+    check_wait_args,
+    is_templated,
     neutralize,
     substitute_resume,
 )
-from airflow_k8s_ml.operators._waiting import WaitSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, WorkloadRecord
+    from airflow_k8s_ml.operators._waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["Placement", "_WorkloadOperator", "inject_env"]
 
+#: A string ``manifest=`` ending so is a file to read (else it is YAML text).
+YAML_SUFFIXES = (".yaml", ".yml")
 #: RunKey used to render at DAG parse time, when there is no run yet.
 _PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 
 
-@dataclass(frozen=True)
-class Placement:
-    """Where and as what one attempt is created: the parts of the object the operator owns."""
+class Placement(NamedTuple):
+    """Where and as what one attempt is created: the parts of the object the operator owns.
+
+    (A NamedTuple, not a dataclass: this module is imported while DAG files are parsed, and a dataclass
+    costs a millisecond of code generation at import.)
+    """
 
     name: str
     namespace: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
-    env: Mapping[str, str] = field(default_factory=dict)
-    resume_uri: str | None = None
+    env: Mapping[str, str]
+    resume_uri: str | None
 
 
 def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) -> dict[str, Any]:
@@ -73,8 +82,9 @@ def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) 
 class _WorkloadOperator(BaseOperator):
     """Base of the training operators; see the module docstring for what it owns.
 
-    :param manifest: raw escape hatch, a dict or a YAML file (``.yaml``/``.yml``, rendered by Airflow) of the
-        operator's kind; validated and labelled like a rendered one. Excludes the pod arguments.
+    :param manifest: raw escape hatch of the operator's kind: a dict (templated), YAML text, or a ``.yaml`` /
+        ``.yml`` file (absolute or relative to the DAG folder; Jinja in it is rendered in ``execute``).
+        Validated, named and labelled like a rendered spec. Excludes the pod arguments.
     :param namespace: where to create the workload (templated); None: the connection's namespace.
     :param kubernetes_conn_id: the cncf ``kubernetes`` connection (kubeconfig path, in-cluster, ...).
     :param resume_from: ``"latest"`` (newest complete checkpoint under ``checkpoint_uri``), a checkpoint URI,
@@ -101,7 +111,6 @@ class _WorkloadOperator(BaseOperator):
     #: Pod arguments that ``manifest=`` replaces (set either, not both).
     pod_fields: ClassVar[tuple[str, ...]] = ()
     template_fields: Sequence[str] = ("namespace", "resume_from", "checkpoint_uri", "deadline", "manifest")
-    template_ext: Sequence[str] = (".yaml", ".yml")
     ui_color = "#dbe9f6"
 
     def __init__(
@@ -148,8 +157,11 @@ class _WorkloadOperator(BaseOperator):
         fails with the field's name); templated values stand in as placeholders until ``execute``."""
         values = neutralize(self._values())
         self._check_common(values)
-        if values["manifest"] is not None and self._is_yaml_path(values["manifest"]):
-            return  # a template file: Airflow renders it before execute, where it is validated
+        if values["manifest"] is not None:
+            source = self._manifest_source(self.manifest, context=None)
+            if is_templated(source):
+                return  # a Jinja template file: rendered and validated in execute
+            values["manifest"] = neutralize(source)
         namespace = values["namespace"] or "default"
         self._render_object(values, self._placement(values, _PARSE_TIME_KEY, namespace, resume_uri=None))
 
@@ -162,13 +174,38 @@ class _WorkloadOperator(BaseOperator):
         """Names of the subclass's arguments that go into its spec."""
         return ()
 
-    def _is_yaml_path(self, manifest: Any) -> bool:
-        return isinstance(manifest, str) and manifest.strip().endswith(tuple(self.template_ext))
+    def _manifest_source(self, manifest: Any, context: Context | None) -> Any:
+        """A dict or YAML text as given; a ``.yaml``/``.yml`` path (absolute, or relative to the DAG folder)
+        is read, and rendered with Jinja when a ``context`` is given (execute time).
+
+        Why not Airflow's ``template_ext``: it builds a Jinja environment per operator while the DAG file is
+        parsed, which is most of an operator's parse cost; a file read costs microseconds.
+        """
+        if not (isinstance(manifest, str) and manifest.strip().endswith(YAML_SUFFIXES)):
+            return manifest
+        path = Path(manifest.strip())
+        if not path.is_absolute() and self.has_dag() and self.dag.folder:
+            path = Path(self.dag.folder) / path
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValidationError("manifest", f"cannot read {path}: {exc.strerror or exc}") from None
+        if context is not None and is_templated(text):
+            with_placeholder: Any = {**context, "resume_from": RESUME_PLACEHOLDER}
+            text = self.render_template(text, with_placeholder)
+        return text
 
     def _check_common(self, values: Mapping[str, Any]) -> None:
         if values["namespace"] is not None:
             validate_namespace(values["namespace"])
-        self._wait_settings(values)  # parses the deadlines
+        check_wait_args(
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=None if values["deadline"] == PLACEHOLDER else values["deadline"],
+            poll_interval=self.poll_interval,
+            log_lines=self.log_lines,
+        )
         resume_from, checkpoint_uri = values["resume_from"], values["checkpoint_uri"]
         if checkpoint_uri not in (None, PLACEHOLDER):
             from airflow_k8s_ml.checkpoints.uri import parse_uri
@@ -188,6 +225,8 @@ class _WorkloadOperator(BaseOperator):
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
 
     def _wait_settings(self, values: Mapping[str, Any] | None = None) -> WaitSettings:
+        from airflow_k8s_ml.operators._waiting import WaitSettings
+
         values = values if values is not None else self._values()
         return WaitSettings.build(
             kubernetes_conn_id=self.kubernetes_conn_id,
@@ -204,8 +243,6 @@ class _WorkloadOperator(BaseOperator):
     def _placement(
         self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
     ) -> Placement:
-        from airflow_k8s_ml.operators._adopt import RESUMED_FROM_ANNOTATION
-
         annotations = key.annotations()
         env: dict[str, str] = {}
         if values["checkpoint_uri"]:
@@ -269,11 +306,13 @@ class _WorkloadOperator(BaseOperator):
         from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult
 
         values = self._values()
+        values["manifest"] = self._manifest_source(values["manifest"], context)
         self._check_common(values)
         key = self._run_key(context)
         client = self._client(values["namespace"])
         namespace = values["namespace"] or client.namespace
-        self._render_object(values, self._placement(values, key, namespace, resume_uri=None))  # before any API call
+        # Everything validated before the first API call: a bad rendered value creates nothing.
+        self._render_object(values, self._placement(values, key, namespace, resume_uri=None))
         settings = self._wait_settings(values)
 
         decision = self._decide(context, client, key, namespace)

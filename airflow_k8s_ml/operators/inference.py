@@ -370,10 +370,47 @@ class InferenceDeploymentOperator(BaseOperator):
                 raise WorkloadFailed(
                     f"lost track of the rollout of {namespace}/{self.name}: {outcome.message}"
                 )
-        reason = f"rollout of revision {_revision(deployment)} failed: {outcome.message}"
+        revision = _revision(deployment)
         if outcome.outcome == "deadline":
-            reason = f"rollout of revision {_revision(deployment)} did not finish: {outcome.message}"
+            reason = f"rollout of revision {revision} did not finish: {outcome.message}"
+        else:
+            failed = outcome.workload_state
+            why = (
+                f"({failed.reason}): {failed.message}"
+                if failed.reason and failed.message
+                else outcome.message
+            )
+            reason = f"rollout of revision {revision} failed {why}"
+        if deployment is not None:
+            reason += self._pods_report(client, deployment, revision)
         self._roll_back(context, client, deployment, reason, state, deadline=outcome.outcome == "deadline")
+
+    def _pods_report(self, client: KubeClient, deployment: Mapping[str, Any], revision: int) -> str:
+        """What is wrong with the new revision's pods (crash loop, image pull...), with their last log lines
+        in the task log: the failure message should say why, not only that the deadline passed."""
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
+        from airflow_k8s_ml.status import pod_problem
+
+        try:
+            template_hash = revision_hash(replica_sets_of(client, deployment), revision)
+            if template_hash is None:
+                return ""
+            namespace = deployment["metadata"]["namespace"]
+            pods = client.list("v1", "Pod", namespace, f"{POD_TEMPLATE_HASH_LABEL}={template_hash}")
+            problems = []
+            for pod in pods[:3]:
+                name = pod["metadata"]["name"]
+                problem = pod_problem(pod)
+                if problem:
+                    problems.append(f"pod {name}: {problem}")
+                tail = client.pod_log_tail(name, namespace, lines=10) if problem else ""
+                for line in tail.splitlines():
+                    self.log.error("[%s] %s", name, line)
+            return f"; {'; '.join(problems)}" if problems else ""
+        except Exception as exc:  # diagnostics must never hide the real failure
+            self.log.warning("could not read the pods of revision %d: %s", revision, exc)
+            return ""
 
     def _after_rollout(
         self, context: Context, client: KubeClient, namespace: str, state: Mapping[str, Any]

@@ -17,14 +17,14 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_k8s_ml.errors import K8sMLError, ValidationError
 from airflow_k8s_ml.manifests.naming import validate_name, validate_namespace
-from airflow_k8s_ml.operators._args import is_templated
-from airflow_k8s_ml.operators._waiting import WaitSettings
+from airflow_k8s_ml.operators._args import check_wait_args, is_templated
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.operators._adopt import WorkloadRecord
+    from airflow_k8s_ml.operators._waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["TrainingJobSensor"]
@@ -87,19 +87,32 @@ class TrainingJobSensor(BaseSensorOperator):
         self._clock: Any = None
         self._validate(templated_ok=True)
 
-    def _validate(self, *, templated_ok: bool) -> WaitSettings:
+    def _validate(self, *, templated_ok: bool) -> None:
         """Static values at parse time (templated ones skipped), everything again once rendered."""
         if not (templated_ok and is_templated(self.name)):
             validate_name(self.kind, self.name, "name")
         if self.namespace is not None and not (templated_ok and is_templated(self.namespace)):
             validate_namespace(self.namespace)
-        deadline = None if templated_ok and is_templated(self.deadline) else self.deadline
+        check_wait_args(
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=None if templated_ok and is_templated(self.deadline) else self.deadline,
+            poll_interval=self.poll_interval,
+            log_lines=self.log_lines,
+        )
+
+    def _settings(self) -> WaitSettings:
+        """The waiting arguments, validated and typed (execute time, after rendering)."""
+        from airflow_k8s_ml.operators._waiting import WaitSettings
+
+        self._validate(templated_ok=False)
         return WaitSettings.build(
             kubernetes_conn_id=self.kubernetes_conn_id,
             admission_timeout=self.admission_timeout,
             startup_timeout=self.startup_timeout,
             run_timeout=self.run_timeout,
-            deadline=deadline,
+            deadline=self.deadline,
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_lines=self.log_lines,
@@ -107,7 +120,7 @@ class TrainingJobSensor(BaseSensorOperator):
 
     # -- Airflow entry points -------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
-        settings = self._validate(templated_ok=False)
+        settings = self._settings()
         if not self.deferrable:
             return super().execute(context)
         found = self.poke(context)
@@ -130,7 +143,7 @@ class TrainingJobSensor(BaseSensorOperator):
         record = self._target(context)
         if self._clock is None:
             self._clock = PhaseClock()
-        settings = self._validate(templated_ok=False)
+        settings = self._settings()
         event = evaluate_once(self._client(), record, settings, self._clock)
         if event is None:
             return False
@@ -156,7 +169,8 @@ class TrainingJobSensor(BaseSensorOperator):
         if self._record is not None:
             return self._record
         from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
-        from airflow_k8s_ml.operators._adopt import RESUMED_FROM_ANNOTATION, WorkloadRecord
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+        from airflow_k8s_ml.operators._args import RESUMED_FROM_ANNOTATION
 
         client = self._client()
         namespace = self.namespace or client.namespace

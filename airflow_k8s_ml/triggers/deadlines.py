@@ -229,21 +229,25 @@ class PhaseClock:
     ) -> None:
         first = self.phase is None
         if phase != self.phase:
-            self.since = hint_since if first and hint_since is not None else now
+            self.since = min(hint_since, now) if first and hint_since is not None else now
             self.phase = phase
         if phase == "running" and self.running_since is None:
-            self.running_since = hint_running if first and hint_running is not None else self.since
+            self.running_since = min(hint_running, now) if first and hint_running is not None else self.since
         elif first and hint_running is not None and self.running_since is None:
-            self.running_since = hint_running
+            self.running_since = min(hint_running, now)
 
 
 def _epoch(value: Any) -> float | None:
+    """The *latest* instant an API timestamp may stand for: ``metav1.Time`` has whole seconds, so
+    ``10:00:01Z`` means [10:00:01, 10:00:02). Budgets then never start early (a deadline never fires before
+    its time); at worst they start up to a second late, and only for a phase the trigger did not see begin."""
     if not isinstance(value, str) or not value:
         return None
     try:
-        return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+        seconds = datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
     except ValueError:
         return None
+    return seconds if "." in value else seconds + 1.0
 
 
 def _earliest(values: Iterable[float | None]) -> float | None:

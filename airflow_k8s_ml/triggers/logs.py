@@ -152,7 +152,8 @@ class LogRelay:
         """Latest pods of the workload (from the shared pod watch): start streams for started containers."""
         current = {str((p.get("metadata") or {}).get("uid")): p for p in pods}
         self._pods = current
-        self._changed.set()
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()  # wakes every stream waiting for news of its pod
         for uid, pod in current.items():
             for container, key in stream_keys(pod):
                 if (uid, container) in self._tasks or not _started(pod, container):
@@ -181,12 +182,15 @@ class LogRelay:
 
     # -- one container ----------------------------------------------------------------------------------
     async def _wait_for_change(self, timeout: float = 1.0) -> None:
-        self._changed.clear()
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self._changed.wait(), timeout)
 
     async def _follow(self, uid: str, container: str, key: str) -> None:
-        """Read, and read again after a cut, until the container's last instance has been read to its end."""
+        """Read, and read again after a cut, until the container's last instance has been read to its end.
+
+        A read that relayed nothing new and failed counts as a failure; 20 in a row end the relay of this
+        container (logs are best effort: the wait itself never depends on them).
+        """
         failures = 0
         while True:
             pod = self._pods.get(uid)
@@ -196,18 +200,22 @@ class LogRelay:
                 await self._wait_for_change()
                 continue
             complete_before = _finished(pod, container)
+            before = self.cursor.get(key)
             try:
                 await self._read(str((pod.get("metadata") or {}).get("name")), container, key)
-                failures = 0
             except ApiError as exc:
                 if exc.status == 404:
                     return
-                failures += 1
+                failures = 0 if self.cursor.get(key) != before else failures + 1
                 if failures > 20:
                     self.log.warning("[%s] giving up on logs: %s", key, exc)
                     return
-            if complete_before:
-                return
+            else:
+                if complete_before:
+                    return  # read to the end after the container had exited: nothing more will come
+                # The stream ended: usually the container exited and its pod update is on its way.
+                await self._wait_for_change(self.reconnect_delay)
+                continue
             await asyncio.sleep(self.reconnect_delay * min(failures + 1, 10))
 
     async def _read(self, pod_name: str, container: str, key: str) -> None:

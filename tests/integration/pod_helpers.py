@@ -13,15 +13,24 @@ from ..cluster_fixtures import python_cmd
 Pod = client.V1Pod
 
 
-def pod_body(name: str, code: str | None = None, *, command: list[str] | None = None, image: str = "python:3.11",
-             restart: str = "Never", container: dict[str, Any] | None = None, **spec: Any) -> dict[str, Any]:
+def pod_body(
+    name: str,
+    code: str | None = None,
+    *,
+    command: list[str] | None = None,
+    image: str = "python:3.11",
+    restart: str = "Never",
+    container: dict[str, Any] | None = None,
+    **spec: Any,
+) -> dict[str, Any]:
     main: dict[str, Any] = {"name": "main", "image": image, "command": command or python_cmd(code or "pass")}
     main.update(container or {})
     return {"metadata": {"name": name}, "spec": {"restartPolicy": restart, "containers": [main], **spec}}
 
 
-def wait_pod(core: client.CoreV1Api, namespace: str, name: str, predicate: Callable[[Pod], bool],
-             timeout: float = 10.0) -> Pod:
+def wait_pod(
+    core: client.CoreV1Api, namespace: str, name: str, predicate: Callable[[Pod], bool], timeout: float = 10.0
+) -> Pod:
     deadline = time.monotonic() + timeout
     while True:
         pod = core.read_namespaced_pod(name, namespace)
@@ -36,20 +45,33 @@ def phase_is(*phases: str) -> Callable[[Pod], bool]:
     return lambda pod: pod.status.phase in phases
 
 
-def watch_pod(core: client.CoreV1Api, namespace: str, name: str, until: Callable[[Pod], bool],
-              timeout: int = 15, since: str | None = None) -> list[Pod]:
+def watch_pod(
+    core: client.CoreV1Api,
+    namespace: str,
+    name: str,
+    until: Callable[[Pod], bool],
+    timeout: int = 15,
+    since: str | None = None,
+) -> list[Pod]:
     """Every version of the pod seen until ``until`` holds (catches transient states polling would miss);
     ``since`` is a resourceVersion to replay changes from (so nothing between two calls is missed)."""
     seen: list[Pod] = []
     stream = watch.Watch()
     options = {"resource_version": since} if since else {}
-    for event in stream.stream(core.list_namespaced_pod, namespace, field_selector=f"metadata.name={name}",
-                               timeout_seconds=timeout, **options):
+    for event in stream.stream(
+        core.list_namespaced_pod,
+        namespace,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=timeout,
+        **options,
+    ):
         seen.append(event["object"])
         if until(event["object"]):
             stream.stop()
             return seen
-    raise AssertionError(f"watch on {name} ended before the expected state; last: {seen[-1].status if seen else None}")
+    raise AssertionError(
+        f"watch on {name} ended before the expected state; last: {seen[-1].status if seen else None}"
+    )
 
 
 def container_status(pod: Pod, name: str = "main") -> client.V1ContainerStatus:

@@ -25,11 +25,17 @@ PRINT_ENV = (
 SLEEP = "import time; print('up', flush=True); time.sleep(60)"
 
 
-def replica(code: str, replicas: int | None = 1, restart: str | None = None, **container: Any) -> dict[str, Any]:
+def replica(
+    code: str, replicas: int | None = 1, restart: str | None = None, **container: Any
+) -> dict[str, Any]:
     spec: dict[str, Any] = {
-        "template": {"spec": {"containers": [
-            {"name": "pytorch", "image": "python:3.11", "command": python_cmd(code), **container}
-        ]}},
+        "template": {
+            "spec": {
+                "containers": [
+                    {"name": "pytorch", "image": "python:3.11", "command": python_cmd(code), **container}
+                ]
+            }
+        },
     }
     if replicas is not None:
         spec["replicas"] = replicas
@@ -38,11 +44,16 @@ def replica(code: str, replicas: int | None = 1, restart: str | None = None, **c
     return spec
 
 
-def job_body(name: str, master: dict[str, Any] | None, worker: dict[str, Any] | None = None,
-             **spec: Any) -> Job:
+def job_body(
+    name: str, master: dict[str, Any] | None, worker: dict[str, Any] | None = None, **spec: Any
+) -> Job:
     specs = {k: v for k, v in (("Master", master), ("Worker", worker)) if v is not None}
-    return {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PyTorchJob", "metadata": {"name": name},
-            "spec": {"pytorchReplicaSpecs": specs, **spec}}
+    return {
+        "apiVersion": f"{GROUP}/{VERSION}",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name},
+        "spec": {"pytorchReplicaSpecs": specs, **spec},
+    }
 
 
 def create(custom: client.CustomObjectsApi, namespace: str, body: Job) -> Job:
@@ -67,8 +78,13 @@ def is_true(type_: str) -> Callable[[Job], bool]:
     return lambda job: (condition(job, type_) or {}).get("status") == "True"
 
 
-def wait_job(custom: client.CustomObjectsApi, namespace: str, name: str, predicate: Callable[[Job], bool],
-             timeout: float = 20.0) -> Job:
+def wait_job(
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    name: str,
+    predicate: Callable[[Job], bool],
+    timeout: float = 20.0,
+) -> Job:
     deadline = time.monotonic() + timeout
     while True:
         job = get(custom, namespace, name)
@@ -79,27 +95,45 @@ def wait_job(custom: client.CustomObjectsApi, namespace: str, name: str, predica
         time.sleep(0.05)
 
 
-def watch_job(custom: client.CustomObjectsApi, namespace: str, name: str, until: Callable[[Job], bool],
-              timeout: int = 30, since: str | None = None) -> list[Job]:
+def watch_job(
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    name: str,
+    until: Callable[[Job], bool],
+    timeout: int = 30,
+    since: str | None = None,
+) -> list[Job]:
     """Every version of the job until ``until`` holds: transient conditions polling would miss.
     ``since`` (a resourceVersion, e.g. the created object's) replays every change after it."""
     seen: list[Job] = []
     stream = watch.Watch()
     options = {"resource_version": since} if since else {}
-    for event in stream.stream(custom.list_namespaced_custom_object, GROUP, VERSION, namespace, PLURAL,
-                               field_selector=f"metadata.name={name}", timeout_seconds=timeout, **options):
+    for event in stream.stream(
+        custom.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        PLURAL,
+        field_selector=f"metadata.name={name}",
+        timeout_seconds=timeout,
+        **options,
+    ):
         seen.append(event["object"])
         if until(event["object"]):
             stream.stop()
             return seen
-    raise AssertionError(f"watch on {name} ended first; last status: {seen[-1].get('status') if seen else None}")
+    raise AssertionError(
+        f"watch on {name} ended first; last status: {seen[-1].get('status') if seen else None}"
+    )
 
 
 def true_condition_history(versions: list[Job]) -> list[str]:
     """The sequence of distinct sets of True condition types the versions went through, as 'A+B'."""
     history: list[str] = []
     for job in versions:
-        true = "+".join(c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True")
+        true = "+".join(
+            c["type"] for c in (job.get("status") or {}).get("conditions") or [] if c["status"] == "True"
+        )
         if true and (not history or history[-1] != true):
             history.append(true)
     return history
@@ -131,9 +165,27 @@ def service_names(core: client.CoreV1Api, namespace: str) -> list[str]:
 
 
 def event_messages(core: client.CoreV1Api, namespace: str, name: str, reason: str) -> list[str]:
-    events = core.list_namespaced_event(namespace, field_selector=f"involvedObject.name={name},reason={reason}")
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={name},reason={reason}"
+    )
     return [e.message for e in events.items]
 
 
 def api_error(exc: client.ApiException) -> dict[str, Any]:
     return json.loads(exc.body)  # type: ignore[no-any-return]
+
+
+def admin(cluster: Any, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST to the local cluster's admin API (fault injection such as ``evict``)."""
+    import ssl
+    import urllib.request
+
+    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
+    request = urllib.request.Request(
+        f"{cluster.url}/admin/{action}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]

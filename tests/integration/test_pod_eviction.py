@@ -17,25 +17,37 @@ _SLEEPER = "import time; print('up', flush=True); time.sleep(60)"
 
 
 def _running(core: client.CoreV1Api, namespace: str, name: str) -> None:
-    wait_pod(core, namespace, name, lambda p: p.status.phase == "Running"
-             and read_log(core, namespace, name) == "up\n")
+    wait_pod(
+        core,
+        namespace,
+        name,
+        lambda p: p.status.phase == "Running" and read_log(core, namespace, name) == "up\n",
+    )
 
 
 def _admin(cluster: ClusterThread, action: str, body: dict) -> dict:
     ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
-    request = urllib.request.Request(f"{cluster.url}/admin/{action}", data=json.dumps(body).encode(), method="POST",
-                                     headers={"Authorization": f"Bearer {cluster.token}",
-                                              "Content-Type": "application/json"})
+    request = urllib.request.Request(
+        f"{cluster.url}/admin/{action}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
+    )
     with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
         return json.loads(response.read())
 
 
-def test_kubelet_eviction_fails_the_pod(core: client.CoreV1Api, namespace: str, cluster: ClusterThread) -> None:
+def test_kubelet_eviction_fails_the_pod(
+    core: client.CoreV1Api, namespace: str, cluster: ClusterThread
+) -> None:
     core.create_namespaced_pod(namespace, pod_body("victim", _SLEEPER))
     _running(core, namespace, "victim")
 
-    evicted = _admin(cluster, "evict", {"namespace": namespace, "name": "victim",
-                                        "message": "The node was low on resource: memory. "})
+    evicted = _admin(
+        cluster,
+        "evict",
+        {"namespace": namespace, "name": "victim", "message": "The node was low on resource: memory. "},
+    )
 
     assert evicted["status"]["phase"] == "Failed" and evicted["status"]["reason"] == "Evicted"
     pod = wait_pod(core, namespace, "victim", phase_is("Failed"))
@@ -53,11 +65,17 @@ def test_eviction_api_deletes_the_pod_gracefully(core: client.CoreV1Api, namespa
     eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name="drained", namespace=namespace))
     response = core.create_namespaced_pod_eviction("drained", namespace, eviction, _preload_content=False)
     assert response.status == 201
-    assert json.loads(response.data) == {"kind": "Status", "apiVersion": "v1", "metadata": {},
-                                         "status": "Success", "code": 201}
+    assert json.loads(response.data) == {
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
+        "status": "Success",
+        "code": 201,
+    }
 
-    seen = watch_pod(core, namespace, "drained", lambda p: p.metadata.deletion_timestamp is not None,
-                     since=before)
+    seen = watch_pod(
+        core, namespace, "drained", lambda p: p.metadata.deletion_timestamp is not None, since=before
+    )
     target = condition(seen[-1], "DisruptionTarget")
     assert (target.reason, target.message) == ("EvictionByEvictionAPI", "Eviction API: evicting")
     assert seen[-1].metadata.deletion_timestamp is not None

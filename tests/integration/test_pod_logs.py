@@ -15,9 +15,7 @@ _STAMP = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{9}Z ")
 
 
 def test_follow_streams_lines_while_running_and_ends_on_exit(core: client.CoreV1Api, namespace: str) -> None:
-    code = ("import time\n"
-            "for i in range(3):\n"
-            "    print('line', i, flush=True); time.sleep(0.4)\n")
+    code = "import time\nfor i in range(3):\n    print('line', i, flush=True); time.sleep(0.4)\n"
     core.create_namespaced_pod(namespace, pod_body("talker", code))
     wait_pod(core, namespace, "talker", phase_is("Running", "Succeeded"))
 
@@ -49,18 +47,33 @@ def test_timestamps_tail_limit_and_since(core: client.CoreV1Api, namespace: str)
 def _since_time(core: client.CoreV1Api, namespace: str, name: str, since: str) -> str:
     """The Python client has no sinceTime parameter (kubectl logs --since-time sends it)."""
     response = core.api_client.call_api(
-        f"/api/v1/namespaces/{namespace}/pods/{name}/log", "GET", query_params=[("sinceTime", since)],
-        auth_settings=["BearerToken"], _preload_content=False)
+        f"/api/v1/namespaces/{namespace}/pods/{name}/log",
+        "GET",
+        query_params=[("sinceTime", since)],
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+    )
     return response.data.decode()
 
 
 def test_log_errors_use_upstream_messages(core: client.CoreV1Api, namespace: str) -> None:
-    body = {"metadata": {"name": "duo"}, "spec": {"restartPolicy": "Never", "containers": [
-        {"name": "a", "image": "python:3.11", "command": ["python", "-c", "pass"]},
-        {"name": "b", "image": "python:3.11", "command": ["python", "-c", "pass"]}]}}
+    body = {
+        "metadata": {"name": "duo"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "a", "image": "python:3.11", "command": ["python", "-c", "pass"]},
+                {"name": "b", "image": "python:3.11", "command": ["python", "-c", "pass"]},
+            ],
+        },
+    }
     core.create_namespaced_pod(namespace, body)
-    waiting = pod_body("waiting", "pass", volumes=[{"name": "c", "configMap": {"name": "absent"}}],
-                       container={"volumeMounts": [{"name": "c", "mountPath": "/c"}]})
+    waiting = pod_body(
+        "waiting",
+        "pass",
+        volumes=[{"name": "c", "configMap": {"name": "absent"}}],
+        container={"volumeMounts": [{"name": "c", "mountPath": "/c"}]},
+    )
     core.create_namespaced_pod(namespace, waiting)
     wait_pod(core, namespace, "duo", phase_is("Succeeded"))
     wait_pod(core, namespace, "waiting", lambda p: bool(p.status.container_statuses))
@@ -72,8 +85,13 @@ def test_log_errors_use_upstream_messages(core: client.CoreV1Api, namespace: str
 
     assert error("duo") == (400, "a container name must be specified for pod duo, choose one of: [a b]")
     assert error("duo", container="c") == (400, "container c is not valid for pod duo")
-    assert error("waiting") == (400, 'container "main" in pod "waiting" is waiting to start: ContainerCreating')
+    assert error("waiting") == (
+        400,
+        'container "main" in pod "waiting" is waiting to start: ContainerCreating',
+    )
     assert error("duo", container="a", previous=True) == (
-        400, 'previous terminated container "a" in pod "duo" not found')
+        400,
+        'previous terminated container "a" in pod "duo" not found',
+    )
     assert error("duo", container="a", tail_lines=-1)[0] == 422
     assert read_log(core, namespace, "duo", container="b") == ""

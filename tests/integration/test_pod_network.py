@@ -9,23 +9,31 @@ from kubernetes import client
 
 from .pod_helpers import condition, container_status, pod_body, wait_pod, watch_pod
 
-_SERVER = ("import http.server, os, sys, time\n"
-           "time.sleep(float(sys.argv[1]))\n"
-           "class H(http.server.BaseHTTPRequestHandler):\n"
-           "    def do_GET(self):\n"
-           "        body = os.environ['WHO'].encode(); self.send_response(200); self.end_headers();"
-           " self.wfile.write(body)\n"
-           "    def log_message(self, *a): pass\n"
-           "http.server.HTTPServer((sys.argv[2], 18080), H).serve_forever()\n")
+_SERVER = (
+    "import http.server, os, sys, time\n"
+    "time.sleep(float(sys.argv[1]))\n"
+    "class H(http.server.BaseHTTPRequestHandler):\n"
+    "    def do_GET(self):\n"
+    "        body = os.environ['WHO'].encode(); self.send_response(200); self.end_headers();"
+    " self.wfile.write(body)\n"
+    "    def log_message(self, *a): pass\n"
+    "http.server.HTTPServer((sys.argv[2], 18080), H).serve_forever()\n"
+)
 
 
 def _web_pod(name: str, delay: float, bind: str) -> dict:
-    env = [{"name": "WHO", "value": name}, {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}}]
+    env = [
+        {"name": "WHO", "value": name},
+        {"name": "POD_IP", "valueFrom": {"fieldRef": {"fieldPath": "status.podIP"}}},
+    ]
     probe = {"httpGet": {"path": "/", "port": "http"}, "periodSeconds": 1, "failureThreshold": 30}
-    return pod_body(name, command=["python", "-c", _SERVER, str(delay), bind], restart="Always",
-                    terminationGracePeriodSeconds=1,
-                    container={"env": env, "ports": [{"name": "http", "containerPort": 18080}],
-                               "readinessProbe": probe})
+    return pod_body(
+        name,
+        command=["python", "-c", _SERVER, str(delay), bind],
+        restart="Always",
+        terminationGracePeriodSeconds=1,
+        container={"env": env, "ports": [{"name": "http", "containerPort": 18080}], "readinessProbe": probe},
+    )
 
 
 def test_two_pods_listen_on_the_same_port_and_become_ready(core: client.CoreV1Api, namespace: str) -> None:
@@ -33,9 +41,16 @@ def test_two_pods_listen_on_the_same_port_and_become_ready(core: client.CoreV1Ap
     created = core.create_namespaced_pod(namespace, _web_pod("wildcard", 0.5, "0.0.0.0"))
     core.create_namespaced_pod(namespace, _web_pod("explicit", 0.0, "$(POD_IP)"))
 
-    seen = watch_pod(core, namespace, "wildcard", lambda p: condition(p, "Ready") is not None
-                     and condition(p, "Ready").status == "True", since=created.metadata.resource_version)
-    running_unready = [p for p in seen if p.status.phase == "Running" and condition(p, "Ready").status == "False"]
+    seen = watch_pod(
+        core,
+        namespace,
+        "wildcard",
+        lambda p: condition(p, "Ready") is not None and condition(p, "Ready").status == "True",
+        since=created.metadata.resource_version,
+    )
+    running_unready = [
+        p for p in seen if p.status.phase == "Running" and condition(p, "Ready").status == "False"
+    ]
     assert running_unready, "the readiness probe should keep the pod unready until the server answers"
     assert condition(running_unready[0], "Ready").message == "containers with unready status: [main]"
     assert container_status(seen[-1]).ready is True

@@ -22,8 +22,8 @@ from .pod_helpers import (
     pod_body,
     read_log,
     wait_pod,
-    watch_pod,
     waiting_reason,
+    watch_pod,
 )
 
 
@@ -39,24 +39,40 @@ def test_pod_runs_to_success_with_status_events_and_logs(core: client.CoreV1Api,
     assert pod.status.pod_ip.startswith("127.42.") and pod.status.host_ip == "127.0.0.1"
     assert pod.status.start_time is not None and pod.status.qos_class == "BestEffort"
     assert {c.type: (c.status, c.reason) for c in pod.status.conditions} == {
-        "PodReadyToStartContainers": ("False", None), "Initialized": ("True", None),
-        "Ready": ("False", "PodCompleted"), "ContainersReady": ("False", "PodCompleted"),
-        "PodScheduled": ("True", None)}
+        "PodReadyToStartContainers": ("False", None),
+        "Initialized": ("True", None),
+        "Ready": ("False", "PodCompleted"),
+        "ContainersReady": ("False", "PodCompleted"),
+        "PodScheduled": ("True", None),
+    }
     assert read_log(core, namespace, "hello") == "hello from a pod\n"
     reasons = [(e.source.component, e.reason) for e in events_for(core, namespace, "hello")]
-    assert reasons == [("default-scheduler", "Scheduled"), ("kubelet", "Pulled"), ("kubelet", "Created"),
-                       ("kubelet", "Started")]
+    assert reasons == [
+        ("default-scheduler", "Scheduled"),
+        ("kubelet", "Pulled"),
+        ("kubelet", "Created"),
+        ("kubelet", "Started"),
+    ]
 
 
 def test_admission_defaults_and_422_messages(core: client.CoreV1Api, namespace: str) -> None:
-    created = core.create_namespaced_pod(namespace, pod_body("defaults", restart="Always",
-                                                             command=["sleep", "0"], image="busybox"))
+    created = core.create_namespaced_pod(
+        namespace, pod_body("defaults", restart="Always", command=["sleep", "0"], image="busybox")
+    )
     spec = created.spec
-    assert (spec.restart_policy, spec.termination_grace_period_seconds, spec.dns_policy, spec.scheduler_name,
-            spec.service_account_name) == ("Always", 30, "ClusterFirst", "default-scheduler", "default")
+    assert (
+        spec.restart_policy,
+        spec.termination_grace_period_seconds,
+        spec.dns_policy,
+        spec.scheduler_name,
+        spec.service_account_name,
+    ) == ("Always", 30, "ClusterFirst", "default-scheduler", "default")
     main = spec.containers[0]
     assert (main.image_pull_policy, main.termination_message_path, main.termination_message_policy) == (
-        "Always", "/dev/termination-log", "File")
+        "Always",
+        "/dev/termination-log",
+        "File",
+    )
     assert created.status.phase == "Pending"
 
     body = pod_body("no-image")
@@ -67,7 +83,8 @@ def test_admission_defaults_and_422_messages(core: client.CoreV1Api, namespace: 
     assert (err.value.status, status["reason"]) == (422, "Invalid")
     assert status["message"] == 'Pod "no-image" is invalid: spec.containers[0].image: Required value'
     assert status["details"]["causes"] == [
-        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}]
+        {"reason": "FieldValueRequired", "message": "Required value", "field": "spec.containers[0].image"}
+    ]
 
     with pytest.raises(client.ApiException) as err:
         core.create_namespaced_pod(namespace, {"metadata": {"name": "empty"}, "spec": {"containers": []}})
@@ -75,10 +92,12 @@ def test_admission_defaults_and_422_messages(core: client.CoreV1Api, namespace: 
 
 
 def test_env_from_values_field_refs_secrets_and_config_maps(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_secret(namespace, {"metadata": {"name": "creds"},
-                                              "data": {"token": base64.b64encode(b"s3cr3t").decode()}})
-    core.create_namespaced_config_map(namespace, {"metadata": {"name": "settings"},
-                                                  "data": {"lr": "0.01", "epochs": "3"}})
+    core.create_namespaced_secret(
+        namespace, {"metadata": {"name": "creds"}, "data": {"token": base64.b64encode(b"s3cr3t").decode()}}
+    )
+    core.create_namespaced_config_map(
+        namespace, {"metadata": {"name": "settings"}, "data": {"lr": "0.01", "epochs": "3"}}
+    )
     env = [
         {"name": "PLAIN", "value": "v"},
         {"name": "EXPANDED", "value": "lr=$(CFG_lr) plain=$(PLAIN) kept=$(NOPE) $$(ESCAPED)"},
@@ -92,8 +111,11 @@ def test_env_from_values_field_refs_secrets_and_config_maps(core: client.CoreV1A
         {"name": "MAYBE", "valueFrom": {"configMapKeyRef": {"name": "absent", "key": "x", "optional": True}}},
         {"name": "CPU_LIMIT", "valueFrom": {"resourceFieldRef": {"resource": "limits.cpu"}}},
     ]
-    body = pod_body("env", "import json, os; print(json.dumps(dict(os.environ)))",
-                    container={"env": env, "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "CFG_"}]})
+    body = pod_body(
+        "env",
+        "import json, os; print(json.dumps(dict(os.environ)))",
+        container={"env": env, "envFrom": [{"configMapRef": {"name": "settings"}, "prefix": "CFG_"}]},
+    )
     body["metadata"]["labels"] = {"app": "trainer"}
     core.create_namespaced_pod(namespace, body)
 
@@ -109,10 +131,12 @@ def test_env_from_values_field_refs_secrets_and_config_maps(core: client.CoreV1A
 
 
 def test_missing_secret_is_create_container_config_error_until_it_exists(
-        core: client.CoreV1Api, namespace: str) -> None:
+    core: client.CoreV1Api, namespace: str
+) -> None:
     env = [{"name": "TOKEN", "valueFrom": {"secretKeyRef": {"name": "later", "key": "token"}}}]
-    core.create_namespaced_pod(namespace, pod_body("cfg", "import os; print(os.environ['TOKEN'])",
-                                                   container={"env": env}))
+    core.create_namespaced_pod(
+        namespace, pod_body("cfg", "import os; print(os.environ['TOKEN'])", container={"env": env})
+    )
 
     pod = wait_pod(core, namespace, "cfg", lambda p: waiting_reason(p) == "CreateContainerConfigError")
     assert container_status(pod).state.waiting.message == 'secret "later" not found'
@@ -146,19 +170,30 @@ def test_never_failing_pod_is_failed_with_its_exit_code(core: client.CoreV1Api, 
     assert condition(pod, "Ready").reason == "PodFailed"
 
 
-def test_on_failure_restarts_in_place_with_crash_loop_back_off(core: client.CoreV1Api, namespace: str) -> None:
+def test_on_failure_restarts_in_place_with_crash_loop_back_off(
+    core: client.CoreV1Api, namespace: str
+) -> None:
     # Fails on the first three runs, succeeds on the fourth; the emptyDir survives restarts in place.
-    code = ("import pathlib, sys; f = pathlib.Path('/work/runs'); n = int(f.read_text()) + 1 if f.exists() else 1;"
-            "f.write_text(str(n)); print('run', n); sys.exit(0 if n >= 4 else 1)")
-    body = pod_body("flaky", code, restart="OnFailure",
-                    container={"volumeMounts": [{"name": "work", "mountPath": "/work"}]},
-                    volumes=[{"name": "work", "emptyDir": {}}])
+    code = (
+        "import pathlib, sys; f = pathlib.Path('/work/runs')\n"
+        "n = int(f.read_text()) + 1 if f.exists() else 1\n"
+        "f.write_text(str(n)); print('run', n); sys.exit(0 if n >= 4 else 1)\n"
+    )
+    body = pod_body(
+        "flaky",
+        code,
+        restart="OnFailure",
+        container={"volumeMounts": [{"name": "work", "mountPath": "/work"}]},
+        volumes=[{"name": "work", "emptyDir": {}}],
+    )
     created = core.create_namespaced_pod(namespace, body)
 
-    seen = watch_pod(core, namespace, "flaky", phase_is("Succeeded", "Failed"),
-                     since=created.metadata.resource_version)
-    back_offs = [container_status(p).state.waiting.message for p in seen
-                 if waiting_reason(p) == "CrashLoopBackOff"]
+    seen = watch_pod(
+        core, namespace, "flaky", phase_is("Succeeded", "Failed"), since=created.metadata.resource_version
+    )
+    back_offs = [
+        container_status(p).state.waiting.message for p in seen if waiting_reason(p) == "CrashLoopBackOff"
+    ]
     assert back_offs, "CrashLoopBackOff was never reported"
     uid = seen[-1].metadata.uid
     assert back_offs[0] == f"back-off 200ms restarting failed container=main pod=flaky_{namespace}({uid})"
@@ -175,11 +210,16 @@ def test_on_failure_restarts_in_place_with_crash_loop_back_off(core: client.Core
 
 def test_signals_report_128_plus_n(core: client.CoreV1Api, namespace: str) -> None:
     def killer(name: str, sig: int) -> dict:
-        return {"name": name, "image": "python:3.11",
-                "command": ["python", "-c", f"import os; os.kill(os.getpid(), {sig})"]}
+        return {
+            "name": name,
+            "image": "python:3.11",
+            "command": ["python", "-c", f"import os; os.kill(os.getpid(), {sig})"],
+        }
 
-    body = {"metadata": {"name": "signals"},
-            "spec": {"restartPolicy": "Never", "containers": [killer("kill9", 9), killer("term15", 15)]}}
+    body = {
+        "metadata": {"name": "signals"},
+        "spec": {"restartPolicy": "Never", "containers": [killer("kill9", 9), killer("term15", 15)]},
+    }
     core.create_namespaced_pod(namespace, body)
 
     pod = wait_pod(core, namespace, "signals", phase_is("Failed", "Succeeded"))
@@ -198,52 +238,84 @@ def test_start_error_for_a_missing_executable(core: client.CoreV1Api, namespace:
     assert 'exec: "no-such-binary-here": executable file not found in $PATH' in terminated.message
 
 
-def test_graceful_delete_sends_sigterm_then_removes_the_pod(core: client.CoreV1Api, namespace: str,
-                                                            tmp_path: Path) -> None:
+def test_graceful_delete_sends_sigterm_then_removes_the_pod(
+    core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
     marker = tmp_path / "got-sigterm"
-    code = ("import signal, sys, time, pathlib\n"
-            "def bye(*_):\n"
-            f"    pathlib.Path({str(marker)!r}).write_text('bye'); sys.exit(0)\n"
-            "signal.signal(signal.SIGTERM, bye)\n"
-            "print('ready', flush=True)\n"
-            "time.sleep(60)\n")
+    code = (
+        "import signal, sys, time, pathlib\n"
+        "def bye(*_):\n"
+        f"    pathlib.Path({str(marker)!r}).write_text('bye'); sys.exit(0)\n"
+        "signal.signal(signal.SIGTERM, bye)\n"
+        "print('ready', flush=True)\n"
+        "time.sleep(60)\n"
+    )
     core.create_namespaced_pod(namespace, pod_body("graceful", code, terminationGracePeriodSeconds=20))
-    wait_pod(core, namespace, "graceful", lambda p: read_log(core, namespace, "graceful") == "ready\n"
-             if p.status.phase == "Running" else False)
+    wait_pod(
+        core,
+        namespace,
+        "graceful",
+        lambda p: (
+            read_log(core, namespace, "graceful") == "ready\n" if p.status.phase == "Running" else False
+        ),
+    )
 
     started = time.monotonic()
     deleted = core.delete_namespaced_pod("graceful", namespace)
-    assert deleted.metadata.deletion_timestamp is not None and deleted.metadata.deletion_grace_period_seconds == 20
+    assert (
+        deleted.metadata.deletion_timestamp is not None
+        and deleted.metadata.deletion_grace_period_seconds == 20
+    )
 
     with pytest.raises(client.ApiException) as gone:
         wait_pod(core, namespace, "graceful", lambda p: False, timeout=5)
     assert gone.value.status == 404
     assert time.monotonic() - started < 5  # it exited on SIGTERM; the 20 s grace was not needed
     assert marker.read_text() == "bye"
-    assert any(e.reason == "Killing" and e.message == "Stopping container main"
-               for e in events_for(core, namespace, "graceful"))
+    assert any(
+        e.reason == "Killing" and e.message == "Stopping container main"
+        for e in events_for(core, namespace, "graceful")
+    )
 
 
 def test_sigkill_after_the_grace_period(core: client.CoreV1Api, namespace: str) -> None:
-    code = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('up', flush=True); time.sleep(60)"
+    code = (
+        "import signal, time\n"
+        "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        "print('up', flush=True); time.sleep(9)"
+    )
     core.create_namespaced_pod(namespace, pod_body("stubborn", code))
-    wait_pod(core, namespace, "stubborn", lambda p: p.status.phase == "Running"
-             and read_log(core, namespace, "stubborn") == "up\n")
+    wait_pod(
+        core,
+        namespace,
+        "stubborn",
+        lambda p: p.status.phase == "Running" and read_log(core, namespace, "stubborn") == "up\n",
+    )
 
     deleted = core.delete_namespaced_pod("stubborn", namespace, grace_period_seconds=1)
-    seen = watch_pod(core, namespace, "stubborn", lambda p: container_status(p).state.terminated is not None,
-                     timeout=10, since=deleted.metadata.resource_version)
+    seen = watch_pod(
+        core,
+        namespace,
+        "stubborn",
+        lambda p: container_status(p).state.terminated is not None,
+        timeout=10,
+        since=deleted.metadata.resource_version,
+    )
     assert container_status(seen[-1]).state.terminated.exit_code == 137
     assert seen[-1].status.phase == "Failed"
 
 
 def test_active_deadline_fails_the_pod(core: client.CoreV1Api, namespace: str) -> None:
-    core.create_namespaced_pod(namespace, pod_body("slow", command=["sleep", "30"], activeDeadlineSeconds=1,
-                                                   terminationGracePeriodSeconds=1))
+    core.create_namespaced_pod(
+        namespace,
+        pod_body("slow", command=["sleep", "30"], activeDeadlineSeconds=1, terminationGracePeriodSeconds=1),
+    )
 
     pod = wait_pod(core, namespace, "slow", phase_is("Failed"), timeout=10)
     assert (pod.status.reason, pod.status.message) == (
-        "DeadlineExceeded", "Pod was active on the node longer than the specified deadline")
+        "DeadlineExceeded",
+        "Pod was active on the node longer than the specified deadline",
+    )
     assert container_status(pod).state.terminated.exit_code == 143
 
 

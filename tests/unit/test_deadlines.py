@@ -43,8 +43,13 @@ def test_payload_round_trip_and_emptiness() -> None:
     at = datetime(2024, 5, 1, 6, 0, tzinfo=UTC)
     deadlines = Deadlines(admission=timedelta(minutes=30), run=timedelta(hours=6), overall_at=at)
     payload = deadlines.to_payload()
-    assert payload == {"admission": 1800.0, "startup": None, "run": 21600.0, "overall": None,
-                       "overall_at": "2024-05-01T06:00:00+00:00"}
+    assert payload == {
+        "admission": 1800.0,
+        "startup": None,
+        "run": 21600.0,
+        "overall": None,
+        "overall_at": "2024-05-01T06:00:00+00:00",
+    }
     assert Deadlines.from_payload(payload) == deadlines
     assert Deadlines().is_empty() and Deadlines.from_payload(None).is_empty()
     assert not deadlines.is_empty()
@@ -58,8 +63,12 @@ def test_seconds_and_naive_times_are_accepted() -> None:
 
 @pytest.mark.parametrize(
     ("payload", "field"),
-    [({"run": -1}, "run"), ({"admission": "soon"}, "admission"), ({"overall_at": "tomorrow"}, "overall_at"),
-     ({"queue": 5}, "deadlines")],
+    [
+        ({"run": -1}, "run"),
+        ({"admission": "soon"}, "admission"),
+        ({"overall_at": "tomorrow"}, "overall_at"),
+        ({"queue": 5}, "deadlines"),
+    ],
 )
 def test_invalid_budgets_name_the_field(payload: dict, field: str) -> None:
     with pytest.raises(ValidationError) as info:
@@ -119,8 +128,13 @@ def test_next_expiry_is_the_timer_for_the_trigger() -> None:
 
 @pytest.mark.parametrize(
     ("limit", "text"),
-    [(timedelta(minutes=30), "30m"), (timedelta(hours=1, minutes=30), "1h30m"), (timedelta(seconds=45), "45s"),
-     (timedelta(seconds=2.5), "2.5s"), (timedelta(hours=6), "6h")],
+    [
+        (timedelta(minutes=30), "30m"),
+        (timedelta(hours=1, minutes=30), "1h30m"),
+        (timedelta(seconds=45), "45s"),
+        (timedelta(seconds=2.5), "2.5s"),
+        (timedelta(hours=6), "6h"),
+    ],
 )
 def test_format_limit(limit: timedelta, text: str) -> None:
     assert format_limit(limit) == text
@@ -138,7 +152,9 @@ def test_startup_reason_names_the_stuck_container() -> None:
             ],
         },
     }
-    assert phase_reason("startup", WorkloadState("running"), [pod]) == "container main: ImagePullBackOff: denied"
+    assert (
+        phase_reason("startup", WorkloadState("running"), [pod]) == "container main: ImagePullBackOff: denied"
+    )
 
 
 def test_phase_clock_times_live_transitions_by_observation() -> None:
@@ -147,6 +163,7 @@ def test_phase_clock_times_live_transitions_by_observation() -> None:
     assert clock.since == T0 - 100  # first sight: the objects' timestamps (a restarted trigger)
     clock.observe("admission", T0 + 5)
     assert clock.since == T0 - 100
+    assert PhaseClock().observe("admission", T0, hint_since=T0 + 0.5) is None  # never later than now
     clock.observe("startup", T0 + 10, hint_since=T0 - 50)
     assert clock.since == T0 + 10  # seen live: the observation
     clock.observe("running", T0 + 20)
@@ -161,9 +178,14 @@ def test_phase_hints_read_pod_timestamps() -> None:
         "spec": {"nodeName": "n"},
         "status": {
             "phase": "Running",
-            "containerStatuses": [{"name": "main", "state": {"running": {"startedAt": "2023-11-14T22:13:30Z"}}}],
+            "containerStatuses": [
+                {"name": "main", "state": {"running": {"startedAt": "2023-11-14T22:13:30Z"}}}
+            ],
         },
     }
-    assert phase_hints("running", {}, [running_pod]) == (T0 + 10, T0 + 10)
+    # Whole-second stamps stand for the latest instant they may mean: budgets never start early.
+    assert phase_hints("running", {}, [running_pod]) == (T0 + 11, T0 + 11)
     since, running = phase_hints("admission", {}, [unschedulable_pod()])
-    assert since == T0 and running is None
+    assert since == T0 + 1 and running is None
+    running_pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"] = "2023-11-14T22:13:30.25Z"
+    assert phase_hints("running", {}, [running_pod])[1] == T0 + 10.25

@@ -14,7 +14,12 @@ from airflow_k8s_ml.manifests.naming import RunKey
 from airflow_k8s_ml.operators._serving import inference_spec, render_inference
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 
-BASE: dict[str, Any] = {"task_id": "deploy", "name": "digits", "model_uri": "file:///m/step-1/", "image": "py:3"}
+BASE: dict[str, Any] = {
+    "task_id": "deploy",
+    "name": "digits",
+    "model_uri": "file:///m/step-1/",
+    "image": "py:3",
+}
 KEY = RunKey("nightly", "deploy", "scheduled__2024-06-01T00:00:00+00:00", attempt=3)
 
 
@@ -28,7 +33,10 @@ def _operator(**overrides: Any) -> InferenceDeploymentOperator:
         ({"name": "Digits_Model"}, "name"),
         ({"namespace": "Bad NS"}, "namespace"),
         ({"model_uri": {"step": 3}}, "model_uri"),
-        ({"replicas": 2, "autoscaling": {"max_replicas": 3, "metric_name": "rps", "metric_target": 5}}, "replicas"),
+        (
+            {"replicas": 2, "autoscaling": {"max_replicas": 3, "metric_name": "rps", "metric_target": 5}},
+            "replicas",
+        ),
         ({"autoscaling": {"max_replicas": 3, "cpu": 70}}, "autoscaling.cpu"),
         ({"autoscaling": {"max_replicas": 3, "target_cpu_utilization": 70}}, "requests"),
         ({"pod_options": {"tolerations": [], "colour": "red"}}, "pod_options.colour"),
@@ -38,7 +46,10 @@ def _operator(**overrides: Any) -> InferenceDeploymentOperator:
         ({"env": {"MODEL_URI": "x"}}, "env[MODEL_URI]"),
         ({"smoke_request": {"instances": []}}, "smoke_path"),
         ({"rollout_timeout": -5}, "rollout_timeout"),
-        ({"deployment_overrides": {"spec": {"selector": {"matchLabels": {"a": "b"}}}}}, "deployment_overrides.spec.selector"),
+        (
+            {"deployment_overrides": {"spec": {"selector": {"matchLabels": {"a": "b"}}}}},
+            "deployment_overrides.spec.selector",
+        ),
     ],
 )
 def test_bad_arguments_fail_at_dag_parse_time_naming_the_field(overrides: dict[str, Any], field: str) -> None:
@@ -80,7 +91,9 @@ def test_rendered_objects_carry_model_and_run_but_not_the_attempt() -> None:
 
 def test_deployment_overrides_are_a_merge_patch_on_the_deployment_only() -> None:
     values = {**BASE, "readiness_path": "/readyz"}
-    overrides = {"spec": {"template": {"spec": {"terminationGracePeriodSeconds": 5}}, "minReadySeconds": None}}
+    overrides = {
+        "spec": {"template": {"spec": {"terminationGracePeriodSeconds": 5}}, "minReadySeconds": None}
+    }
     objects = render_inference(inference_spec(values), "digits", "ml", KEY, overrides)
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
@@ -118,5 +131,7 @@ BatchInferenceCronJobOperator(task_id="b", name="b", schedule="@daily", model_ur
 heavy = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
 print(",".join(sorted(m for m in heavy if m in sys.modules)))
 """
-    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip() == ""

@@ -16,7 +16,9 @@ def _template(model: str, hash_: str | None = None) -> dict[str, Any]:
         labels["pod-template-hash"] = hash_
     return {
         "metadata": {"labels": labels, "annotations": {"airflow-k8s-ml/model-uri": model}},
-        "spec": {"containers": [{"name": "server", "image": "img", "env": [{"name": "MODEL_URI", "value": model}]}]},
+        "spec": {
+            "containers": [{"name": "server", "image": "img", "env": [{"name": "MODEL_URI", "value": model}]}]
+        },
     }
 
 
@@ -54,7 +56,9 @@ V1, V2 = "file:///m/step-1/", "file:///m/step-2/"
 
 
 def test_undo_restores_the_second_newest_template_without_the_hash_label() -> None:
-    old = _rs("m-aaa", "1", V1, **{"airflow-k8s-ml/model-uri": V1, "deployment.kubernetes.io/desired-replicas": "2"})
+    old = _rs(
+        "m-aaa", "1", V1, **{"airflow-k8s-ml/model-uri": V1, "deployment.kubernetes.io/desired-replicas": "2"}
+    )
     new = _rs("m-bbb", "2", V2)
     plan = plan_rollback(_deployment(V2), [new, old])
     assert plan.action == "patch" and plan.to_revision == 1 and plan.replica_set == "m-aaa"
@@ -78,7 +82,10 @@ def test_to_revision_picks_that_revision_and_unknown_revisions_are_reported() ->
     plan = plan_rollback(_deployment("file:///m/step-3/", "3"), rss, to_revision=1)
     assert plan.action == "patch" and plan.replica_set == "m-aaa"
     missing = plan_rollback(_deployment(V2), rss, to_revision=7)
-    assert (missing.action, missing.message) == ("impossible", "unable to find specified revision 7 in history")
+    assert (missing.action, missing.message) == (
+        "impossible",
+        "unable to find specified revision 7 in history",
+    )
 
 
 def test_no_history_and_foreign_replica_sets() -> None:
@@ -116,11 +123,11 @@ def test_equal_ignore_hash_treats_empty_and_absent_alike() -> None:
 
 
 def test_skip_list_is_kubectls() -> None:
-    assert ANNOTATIONS_TO_SKIP == {
+    assert {
         "kubectl.kubernetes.io/last-applied-configuration",
         "deployment.kubernetes.io/revision",
         "deployment.kubernetes.io/revision-history",
         "deployment.kubernetes.io/desired-replicas",
         "deployment.kubernetes.io/max-replicas",
         "deprecated.deployment.rollback.to",
-    }
+    } == ANNOTATIONS_TO_SKIP

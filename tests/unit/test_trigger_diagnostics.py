@@ -8,13 +8,22 @@ from airflow_k8s_ml.triggers.diagnostics import failed_pods, failure_message, po
 
 def pod(name: str, replica: str, exit_code: int, finished: str) -> dict:
     return {
-        "metadata": {"name": name, "labels": {"training.kubeflow.org/replica-type": replica.split("-")[0],
-                                              "training.kubeflow.org/replica-index": replica.split("-")[1]}},
+        "metadata": {
+            "name": name,
+            "labels": {
+                "training.kubeflow.org/replica-type": replica.split("-")[0],
+                "training.kubeflow.org/replica-index": replica.split("-")[1],
+            },
+        },
         "status": {
             "phase": "Failed",
             "containerStatuses": [
-                {"name": "pytorch", "state": {"terminated": {"exitCode": exit_code, "reason": "Error",
-                                                              "finishedAt": finished}}}
+                {
+                    "name": "pytorch",
+                    "state": {
+                        "terminated": {"exitCode": exit_code, "reason": "Error", "finishedAt": finished}
+                    },
+                }
             ],
         },
     }
@@ -30,10 +39,15 @@ def test_first_failure_first_and_message() -> None:
     assert [p["metadata"]["name"] for p in ordered] == ["pt-worker-1", "pt-master-0"]
     reports = [pod_report(ordered[0], ["x" * 1000, "RuntimeError: NCCL timeout"]), pod_report(ordered[1], [])]
     assert reports[0]["exit_code"] == 137 and len(reports[0]["last_lines"][0]) == 300
-    state = WorkloadState("failed", "PyTorchJobFailed", "PyTorchJob pt is failed because 1 Worker replica(s) failed.")
+    state = WorkloadState(
+        "failed", "PyTorchJobFailed", "PyTorchJob pt is failed because 1 Worker replica(s) failed."
+    )
     message = failure_message("PyTorchJob", "ml", "pt", state, reports)
     assert message.startswith("PyTorchJob ml/pt failed (PyTorchJobFailed): PyTorchJob pt is failed")
-    assert "first failure: [worker-1] container pytorch terminated with exit code 137 (Error): RuntimeError" in message
+    assert (
+        "first failure: [worker-1] container pytorch terminated with exit code 137 (Error): RuntimeError"
+        in message
+    )
     assert "\n  [master-0] container pytorch terminated with exit code 1 (Error)" in message
 
 

@@ -11,11 +11,20 @@ from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 
 def test_round_trip_through_json() -> None:
-    state = WorkloadState("failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", {"failed": 2})
+    state = WorkloadState(
+        "failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit", {"failed": 2}
+    )
     event = WorkloadEvent(
-        outcome="failed", kind="Job", name="ft", namespace="ml", uid="u1", state=state.to_payload(),
-        message="Job ml/ft failed", log_cursor={"ft-abc": {"ts": "2024-05-01T10:00:00.1Z", "n": 1}},
-        pods=[{"replica": "ft-abc", "exit_code": 3, "last_lines": ["boom"]}], warnings=["Job/ft BackoffLimitExceeded"],
+        outcome="failed",
+        kind="Job",
+        name="ft",
+        namespace="ml",
+        uid="u1",
+        state=state.to_payload(),
+        message="Job ml/ft failed",
+        log_cursor={"ft-abc": {"ts": "2024-05-01T10:00:00.1Z", "n": 1}},
+        pods=[{"replica": "ft-abc", "exit_code": 3, "last_lines": ["boom"]}],
+        warnings=["Job/ft BackoffLimitExceeded"],
     )
     payload = json.loads(json.dumps(event.to_payload()))
     again = WorkloadEvent.from_payload(payload)

@@ -2,7 +2,14 @@
 
 from __future__ import annotations
 
-from airflow_k8s_ml.triggers.logs import LineFilter, advance, since_time, split_timestamp, stream_keys, timestamp_key
+from airflow_k8s_ml.triggers.logs import (
+    LineFilter,
+    advance,
+    since_time,
+    split_timestamp,
+    stream_keys,
+    timestamp_key,
+)
 
 
 def test_split_timestamp() -> None:
@@ -38,8 +45,13 @@ def test_no_cursor_accepts_everything_and_since_time_is_whole_seconds() -> None:
 
 def test_stream_keys_prefix_by_replica() -> None:
     master = {
-        "metadata": {"name": "pt-master-0", "labels": {"training.kubeflow.org/replica-type": "master",
-                                                       "training.kubeflow.org/replica-index": "0"}},
+        "metadata": {
+            "name": "pt-master-0",
+            "labels": {
+                "training.kubeflow.org/replica-type": "master",
+                "training.kubeflow.org/replica-index": "0",
+            },
+        },
         "spec": {"containers": [{"name": "pytorch"}]},
     }
     job_pod = {"metadata": {"name": "ft-x7k2p"}, "spec": {"containers": [{"name": "main"}, {"name": "side"}]}}

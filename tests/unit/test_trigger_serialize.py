@@ -14,10 +14,17 @@ from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 def make(**overrides: object) -> WorkloadTrigger:
     kwargs: dict = dict(
-        kind="PyTorchJob", name="ft-abc-a1", namespace="ml", uid="1234", kubernetes_conn_id="k8s_gpu",
+        kind="PyTorchJob",
+        name="ft-abc-a1",
+        namespace="ml",
+        uid="1234",
+        kubernetes_conn_id="k8s_gpu",
         deadlines={"admission": 1800, "run": 21600, "overall_at": "2024-05-01T06:00:00+00:00"},
-        task_started_at=1_700_000_000.5, stream_logs=False, log_cursor={"master-0": {"ts": "t", "n": 1}},
-        poll_interval=15.0, delete_on_kill=False,
+        task_started_at=1_700_000_000.5,
+        stream_logs=False,
+        log_cursor={"master-0": {"ts": "t", "n": 1}},
+        poll_interval=15.0,
+        delete_on_kill=False,
     )
     kwargs.update(overrides)
     return WorkloadTrigger(**kwargs)
@@ -39,14 +46,26 @@ def test_round_trip() -> None:
 def test_no_kubeconfig_contents_in_kwargs(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv(
         "AIRFLOW_CONN_K8S_GPU",
-        json.dumps({"conn_type": "kubernetes", "extra": {"kube_config": {"users": [{"user": {"token": "s3cr3t"}}]}}}),
+        json.dumps(
+            {"conn_type": "kubernetes", "extra": {"kube_config": {"users": [{"user": {"token": "s3cr3t"}}]}}}
+        ),
     )
     _, kwargs = make().serialize()
     text = json.dumps(kwargs)
     assert "s3cr3t" not in text and "kube_config" not in text and "token" not in text
     assert set(kwargs) == {
-        "kind", "name", "namespace", "uid", "kubernetes_conn_id", "deadlines", "task_started_at", "stream_logs",
-        "log_cursor", "poll_interval", "delete_on_kill", "api_version",
+        "kind",
+        "name",
+        "namespace",
+        "uid",
+        "kubernetes_conn_id",
+        "deadlines",
+        "task_started_at",
+        "stream_logs",
+        "log_cursor",
+        "poll_interval",
+        "delete_on_kill",
+        "api_version",
     }
 
 
@@ -54,7 +73,9 @@ def test_defaults_and_deployment_kind() -> None:
     trigger = WorkloadTrigger(kind="Deployment", name="web", namespace="ml", uid="", task_started_at=0)
     _, kwargs = trigger.serialize()
     assert kwargs["kubernetes_conn_id"] == "kubernetes_default" and kwargs["deadlines"] is None
-    assert kwargs["stream_logs"] is True and kwargs["delete_on_kill"] is True and kwargs["poll_interval"] == 30.0
+    assert (
+        kwargs["stream_logs"] is True and kwargs["delete_on_kill"] is True and kwargs["poll_interval"] == 30.0
+    )
     assert trigger.resource.plural == "deployments"
 
 

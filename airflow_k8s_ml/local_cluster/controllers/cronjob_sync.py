@@ -129,7 +129,7 @@ def sync_cronjob(ops: CronJobOps, cronjob: Obj, jobs: list[Obj], now: datetime) 
     """``syncCronJob``: track children, then start the most recent unmet scheduled time if allowed."""
     track_children(ops, cronjob, jobs)
     spec, status = cronjob["spec"], cronjob["status"]
-    if cronjob["metadata"].get("deletionTimestamp"):
+    if cronjob["metadata"].get("deletionTimestamp"):  # being deleted: only the status is kept current
         return None
     zone = _time_zone(ops, cronjob)
     if zone is None or spec.get("suspend"):
@@ -142,31 +142,7 @@ def sync_cronjob(ops: CronJobOps, cronjob: Obj, jobs: list[Obj], now: datetime) 
     def requeue() -> float | None:  # nextScheduleTimeDuration, from the status as it is by then
         return next_schedule_delay(earliest_time(cronjob), now, schedule)
 
-    if scheduled is None:
-        return requeue()
-    deadline = spec.get("startingDeadlineSeconds")
-    if deadline is not None and scheduled.timestamp() + deadline < now.timestamp():
-        # Unreachable with the deadline-clamped search above, exactly as upstream (kubernetes#101148).
-        ops.event(
-            cronjob,
-            "Warning",
-            "MissSchedule",
-            f"Missed scheduled time to start a job: {go_rfc1123z(scheduled.astimezone(UTC))}",
-        )
-        return requeue()
-    namespace = cronjob["metadata"]["namespace"]
-    last = status.get("lastScheduleTime")
-    if in_active_by_name(status, namespace, job_name(cronjob, scheduled)) or (
-        last and parse_time(last) == scheduled.timestamp()
-    ):
-        return requeue()
-    if spec.get("concurrencyPolicy") == "Forbid" and status.get("active"):
-        ops.event(
-            cronjob,
-            "Normal",
-            "JobAlreadyActive",
-            "Not starting job because prior execution is running and concurrency policy is Forbid",
-        )
+    if scheduled is None or _not_now(ops, cronjob, scheduled, now):
         return requeue()
     if spec.get("concurrencyPolicy") == "Replace":
         _replace_active(ops, cronjob)
@@ -174,6 +150,28 @@ def sync_cronjob(ops: CronJobOps, cronjob: Obj, jobs: list[Obj], now: datetime) 
         return None
     status["lastScheduleTime"] = rfc3339(scheduled.timestamp())
     return requeue()
+
+
+def _not_now(ops: CronJobOps, cronjob: Obj, scheduled: datetime, now: datetime) -> bool:
+    """Whether ``scheduled`` must not start now: too late for startingDeadlineSeconds, already started,
+    or (Forbid) a Job is still active."""
+    spec, status = cronjob["spec"], cronjob["status"]
+    deadline = spec.get("startingDeadlineSeconds")
+    if deadline is not None and scheduled.timestamp() + deadline < now.timestamp():
+        # Unreachable after the deadline-clamped search, exactly as upstream (kubernetes#101148).
+        missed = go_rfc1123z(scheduled.astimezone(UTC))
+        ops.event(cronjob, "Warning", "MissSchedule", f"Missed scheduled time to start a job: {missed}")
+        return True
+    last = status.get("lastScheduleTime")
+    if in_active_by_name(status, cronjob["metadata"]["namespace"], job_name(cronjob, scheduled)) or (
+        last and parse_time(last) == scheduled.timestamp()
+    ):
+        return True
+    if spec.get("concurrencyPolicy") == "Forbid" and status.get("active"):
+        message = "Not starting job because prior execution is running and concurrency policy is Forbid"
+        ops.event(cronjob, "Normal", "JobAlreadyActive", message)
+        return True
+    return False
 
 
 def _time_zone(ops: CronJobOps, cronjob: Obj) -> tzinfo | None:

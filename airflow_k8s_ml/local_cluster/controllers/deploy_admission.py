@@ -39,12 +39,21 @@ def go_string_map(value: Any) -> str:
 def go_label_selector(selector: Obj | None) -> str:
     selector = selector or {}
     expressions = selector.get("matchExpressions")
-    exprs = "[]v1.LabelSelectorRequirement(nil)" if not expressions else (
-        "[]v1.LabelSelectorRequirement{" + ", ".join(
-            f'v1.LabelSelectorRequirement{{Key:"{e.get("key", "")}", Operator:"{e.get("operator", "")}", '
-            f'Values:[]string{{{", ".join(chr(34) + str(v) + chr(34) for v in e.get("values") or [])}}}}}'
-            for e in expressions) + "}")
-    return f"v1.LabelSelector{{MatchLabels:{go_string_map(selector.get('matchLabels'))}, MatchExpressions:{exprs}}}"
+    exprs = (
+        "[]v1.LabelSelectorRequirement(nil)"
+        if not expressions
+        else (
+            "[]v1.LabelSelectorRequirement{"
+            + ", ".join(
+                f'v1.LabelSelectorRequirement{{Key:"{e.get("key", "")}", Operator:"{e.get("operator", "")}", '
+                f"Values:[]string{{{', '.join(chr(34) + str(v) + chr(34) for v in e.get('values') or [])}}}}}"
+                for e in expressions
+            )
+            + "}"
+        )
+    )
+    labels = go_string_map(selector.get("matchLabels"))
+    return f"v1.LabelSelector{{MatchLabels:{labels}, MatchExpressions:{exprs}}}"
 
 
 def _go_value(value: Any) -> str:
@@ -54,8 +63,11 @@ def _go_value(value: Any) -> str:
 
 
 def _invalid(path: str, value: Any, detail: str, printed: str | None = None) -> Cause:
-    return (path, "FieldValueInvalid", f"Invalid value: {printed if printed is not None else _go_value(value)}: "
-                                       f"{detail}")
+    return (
+        path,
+        "FieldValueInvalid",
+        f"Invalid value: {printed if printed is not None else _go_value(value)}: {detail}",
+    )
 
 
 # -- defaults ------------------------------------------------------------------------------------------
@@ -98,15 +110,21 @@ def _non_negative(spec: Obj, name: str, causes: list[Cause]) -> None:
 
 
 def validate_selector_and_template(spec: Obj) -> list[Cause]:
-    """``ValidateReplicaSetSpec``/``ValidateDeploymentSpec`` shared part: selector, template labels, pod spec."""
+    """What ``ValidateReplicaSetSpec`` and ``ValidateDeploymentSpec`` share: selector, labels, pod spec."""
     causes: list[Cause] = []
     selector = spec.get("selector")
     template = spec.get("template")
     if selector is None:
         causes.append(("spec.selector", "FieldValueRequired", "Required value"))
     elif not (selector.get("matchLabels") or selector.get("matchExpressions")):
-        causes.append(_invalid("spec.selector", selector, "empty selector is invalid for deployment",
-                               go_label_selector(selector)))
+        causes.append(
+            _invalid(
+                "spec.selector",
+                selector,
+                "empty selector is invalid for deployment",
+                go_label_selector(selector),
+            )
+        )
     if not isinstance(template, dict):
         causes.append(("spec.template", "FieldValueRequired", "Required value"))
         return causes
@@ -118,25 +136,43 @@ def validate_selector_and_template(spec: Obj) -> list[Cause]:
             causes.append(_invalid("spec.selector", selector, str(exc), go_label_selector(selector)))
         else:
             if not parsed.empty and not parsed.matches(labels):
-                causes.append(_invalid("spec.template.metadata.labels", labels,
-                                       "`selector` does not match template `labels`", go_string_map(labels)))
+                causes.append(
+                    _invalid(
+                        "spec.template.metadata.labels",
+                        labels,
+                        "`selector` does not match template `labels`",
+                        go_string_map(labels),
+                    )
+                )
     causes.extend(_template_causes(template))
     return causes
 
 
 def _template_causes(template: Obj) -> list[Cause]:
     """``ValidatePodTemplateSpecForReplicaSet``: a valid pod spec that restarts Always, no deadline."""
-    causes = [(f"spec.template.{path}", reason, message)
-              for path, reason, message in validate_pod({"spec": template.get("spec") or {}})
-              if not path.startswith("spec.restartPolicy")]
+    causes = [
+        (f"spec.template.{path}", reason, message)
+        for path, reason, message in validate_pod({"spec": template.get("spec") or {}})
+        if not path.startswith("spec.restartPolicy")
+    ]
     spec = template.get("spec") or {}
     policy = spec.get("restartPolicy")
     if policy != "Always":
-        causes.append(("spec.template.spec.restartPolicy", "FieldValueNotSupported",
-                       f'Unsupported value: "{policy or ""}": supported values: "Always"'))
+        causes.append(
+            (
+                "spec.template.spec.restartPolicy",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{policy or ""}": supported values: "Always"',
+            )
+        )
     if spec.get("activeDeadlineSeconds") is not None:
-        causes.append(("spec.template.spec.activeDeadlineSeconds", "FieldValueForbidden",
-                       "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported"))
+        causes.append(
+            (
+                "spec.template.spec.activeDeadlineSeconds",
+                "FieldValueForbidden",
+                "Forbidden: activeDeadlineSeconds in ReplicaSet is not Supported",
+            )
+        )
     return causes
 
 
@@ -159,24 +195,39 @@ def _validate_strategy(spec: Obj, causes: list[Cause]) -> None:
     strategy = spec.get("strategy") or {}
     kind = strategy.get("type")
     if kind not in _STRATEGIES:
-        causes.append(("spec.strategy.type", "FieldValueNotSupported",
-                       f'Unsupported value: "{kind}": supported values: "Recreate", "RollingUpdate"'))
+        causes.append(
+            (
+                "spec.strategy.type",
+                "FieldValueNotSupported",
+                f'Unsupported value: "{kind}": supported values: "Recreate", "RollingUpdate"',
+            )
+        )
         return
     rolling = strategy.get("rollingUpdate")
     if kind == "Recreate":
         if rolling is not None:
-            causes.append(("spec.strategy.rollingUpdate", "FieldValueForbidden",
-                           "Forbidden: may not be specified when strategy `type` is 'Recreate'"))
+            causes.append(
+                (
+                    "spec.strategy.rollingUpdate",
+                    "FieldValueForbidden",
+                    "Forbidden: may not be specified when strategy `type` is 'Recreate'",
+                )
+            )
         return
     rolling = rolling or {}
     path = "spec.strategy.rollingUpdate"
     unavailable = _int_or_percent(rolling.get("maxUnavailable"), f"{path}.maxUnavailable", causes)
     surge = _int_or_percent(rolling.get("maxSurge"), f"{path}.maxSurge", causes)
     if unavailable == 0 and surge == 0:
-        causes.append(_invalid(f"{path}.maxUnavailable", rolling.get("maxUnavailable"),
-                               "may not be 0 when `maxSurge` is 0"))
+        causes.append(
+            _invalid(
+                f"{path}.maxUnavailable", rolling.get("maxUnavailable"), "may not be 0 when `maxSurge` is 0"
+            )
+        )
     if isinstance(rolling.get("maxUnavailable"), str) and unavailable is not None and unavailable > 100:
-        causes.append(_invalid(f"{path}.maxUnavailable", rolling["maxUnavailable"], "must not be greater than 100%"))
+        causes.append(
+            _invalid(f"{path}.maxUnavailable", rolling["maxUnavailable"], "must not be greater than 100%")
+        )
 
 
 def validate_deployment(deployment: Obj) -> list[Cause]:
@@ -188,7 +239,9 @@ def validate_deployment(deployment: Obj) -> list[Cause]:
     _validate_strategy(spec, causes)
     deadline, min_ready = spec.get("progressDeadlineSeconds"), spec.get("minReadySeconds") or 0
     if isinstance(deadline, int) and deadline >= 0 and deadline <= min_ready:
-        causes.append(_invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds"))
+        causes.append(
+            _invalid("spec.progressDeadlineSeconds", deadline, "must be greater than minReadySeconds")
+        )
     return causes
 
 

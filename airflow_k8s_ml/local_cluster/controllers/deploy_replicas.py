@@ -9,6 +9,7 @@ dicts as stored; each function reads only what upstream reads.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 Obj = dict[str, Any]
@@ -55,16 +56,16 @@ def created_key(obj: Obj) -> tuple[str, str]:
     return (meta.get("creationTimestamp") or "", meta.get("name") or "")
 
 
-def active(replicasets: list[Obj | None]) -> list[Obj]:
+def active(replicasets: Sequence[Obj | None]) -> list[Obj]:
     """``FilterActiveReplicaSets``: those that should have pods."""
     return [rs for rs in replicasets if rs is not None and spec_replicas(rs) > 0]
 
 
-def total_spec(replicasets: list[Obj | None]) -> int:
+def total_spec(replicasets: Sequence[Obj | None]) -> int:
     return sum(spec_replicas(rs) for rs in replicasets if rs is not None)
 
 
-def total_status(replicasets: list[Obj | None], name: str) -> int:
+def total_status(replicasets: Sequence[Obj | None], name: str) -> int:
     return sum(status_count(rs, name) for rs in replicasets if rs is not None)
 
 
@@ -112,12 +113,14 @@ def max_surge(deployment: Obj) -> int:
     if not is_rolling(deployment):
         return 0
     rolling = _rolling(deployment)
-    surge, _ = resolve_fenceposts(rolling.get("maxSurge"), rolling.get("maxUnavailable"), spec_replicas(deployment))
+    surge, _ = resolve_fenceposts(
+        rolling.get("maxSurge"), rolling.get("maxUnavailable"), spec_replicas(deployment)
+    )
     return surge
 
 
 # -- rollout steps -------------------------------------------------------------------------------------
-def new_rs_new_replicas(deployment: Obj, all_rss: list[Obj | None], new_rs: Obj) -> int:
+def new_rs_new_replicas(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj) -> int:
     """``NewRSNewReplicas``: how large the new ReplicaSet may be now without breaking maxSurge."""
     desired = spec_replicas(deployment)
     if not is_rolling(deployment):
@@ -130,7 +133,7 @@ def new_rs_new_replicas(deployment: Obj, all_rss: list[Obj | None], new_rs: Obj)
     return spec_replicas(new_rs) + scale_up
 
 
-def max_scaled_down(deployment: Obj, all_rss: list[Obj | None], new_rs: Obj) -> int:
+def max_scaled_down(deployment: Obj, all_rss: Sequence[Obj | None], new_rs: Obj) -> int:
     """How many old pods ``reconcileOldReplicaSets`` may remove while keeping minimum availability."""
     min_available = spec_replicas(deployment) - max_unavailable(deployment)
     new_unavailable = spec_replicas(new_rs) - status_count(new_rs, "availableReplicas")
@@ -153,7 +156,9 @@ def unhealthy_cleanup_plan(old_rss: list[Obj], max_cleanup: int) -> list[tuple[O
     return plan
 
 
-def rolling_scale_down_plan(deployment: Obj, all_rss: list[Obj | None], old_rss: list[Obj]) -> list[tuple[Obj, int]]:
+def rolling_scale_down_plan(
+    deployment: Obj, all_rss: Sequence[Obj | None], old_rss: list[Obj]
+) -> list[tuple[Obj, int]]:
     """``scaleDownOldReplicaSetsForRollingUpdate``: shed available old pods down to minAvailable."""
     min_available = spec_replicas(deployment) - max_unavailable(deployment)
     available = total_status(all_rss, "availableReplicas")
@@ -193,12 +198,16 @@ def is_saturated(deployment: Obj, rs: Obj | None) -> bool:
         return False
     desired = annotation_int(rs, DESIRED_REPLICAS)
     replicas = spec_replicas(deployment)
-    return (desired is not None and spec_replicas(rs) == replicas and desired == replicas
-            and status_count(rs, "availableReplicas") == replicas)
+    return (
+        desired is not None
+        and spec_replicas(rs) == replicas
+        and desired == replicas
+        and status_count(rs, "availableReplicas") == replicas
+    )
 
 
 def _round_half_away(value: float) -> int:
-    return int(math.floor(value + 0.5)) if value >= 0 else -int(math.floor(-value + 0.5))
+    return math.floor(value + 0.5) if value >= 0 else -math.floor(-value + 0.5)
 
 
 def _fraction(rs: Obj, deployment: Obj) -> int:

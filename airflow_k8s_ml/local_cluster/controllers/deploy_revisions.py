@@ -72,8 +72,9 @@ def _append_history(annotations: dict[str, str], old_revision: str) -> None:
         annotations[REVISION_HISTORY] = ",".join([*revisions[start:], old_revision])
 
 
-def set_new_rs_annotations(deployment: Obj, rs: Obj, new_revision: int, exists: bool,
-                           desired: int, maximum: int) -> bool:
+def set_new_rs_annotations(
+    deployment: Obj, rs: Obj, new_revision: int, exists: bool, desired: int, maximum: int
+) -> bool:
     """``SetNewReplicaSetAnnotations``: copy the Deployment's annotations, raise the revision (never lower
     it), remember the former revision when an old ReplicaSet becomes newest, size annotations on create."""
     changed = copy_deployment_annotations(deployment, rs)

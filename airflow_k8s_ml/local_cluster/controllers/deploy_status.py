@@ -1,9 +1,10 @@
 """Deployment status and conditions (pkg/controller/deployment/sync.go, progress.go, util), pure.
 
 ``calculate_status`` counts replicas over the Deployment's ReplicaSets and sets ``Available``;
-``rollout_status`` adds the ``Progressing`` bookkeeping that ``syncRolloutStatus`` does: NewReplicaSetAvailable
-when complete, ReplicaSetUpdated (lastUpdateTime refreshed) on any progress, ProgressDeadlineExceeded
-when nothing moved for progressDeadlineSeconds. Zero counters are omitted like Go's ``omitempty`` does.
+``rollout_status`` adds the ``Progressing`` bookkeeping that ``syncRolloutStatus`` does:
+NewReplicaSetAvailable when complete, ReplicaSetUpdated (lastUpdateTime refreshed) on any progress,
+ProgressDeadlineExceeded when nothing moved for progressDeadlineSeconds. Zero counters are omitted like
+Go's ``omitempty`` does.
 """
 
 from __future__ import annotations
@@ -35,8 +36,14 @@ MIN_UNAVAILABLE = "MinimumReplicasUnavailable"
 # -- conditions ----------------------------------------------------------------------------------------
 def new_condition(type_: str, status: str, reason: str, message: str, now: float) -> Obj:
     stamp = rfc3339(now)
-    return {"type": type_, "status": status, "lastUpdateTime": stamp, "lastTransitionTime": stamp,
-            "reason": reason, "message": message}
+    return {
+        "type": type_,
+        "status": status,
+        "lastUpdateTime": stamp,
+        "lastTransitionTime": stamp,
+        "reason": reason,
+        "message": message,
+    }
 
 
 def get_condition(status: Obj | None, type_: str) -> Obj | None:
@@ -50,8 +57,11 @@ def set_condition(status: Obj, condition: Obj) -> None:
     """``SetDeploymentCondition``: same status and reason is a no-op; a changed one moves to the end and
     keeps lastTransitionTime when only the reason changed."""
     current = get_condition(status, condition["type"])
-    if current is not None and current.get("status") == condition["status"] \
-            and current.get("reason") == condition["reason"]:
+    if (
+        current is not None
+        and current.get("status") == condition["status"]
+        and current.get("reason") == condition["reason"]
+    ):
         return
     condition = dict(condition)
     if current is not None and current.get("status") == condition["status"]:
@@ -98,20 +108,29 @@ def calculate_status(all_rss: list[Obj | None], new_rs: Obj | None, deployment: 
     if old.get("collisionCount") is not None:
         status["collisionCount"] = old["collisionCount"]
     if available >= spec_replicas(deployment) - max_unavailable(deployment):
-        set_condition(status, new_condition(AVAILABLE, "True", MIN_AVAILABLE, "Deployment has minimum availability.",
-                                            now))
+        set_condition(
+            status,
+            new_condition(AVAILABLE, "True", MIN_AVAILABLE, "Deployment has minimum availability.", now),
+        )
     else:
-        set_condition(status, new_condition(AVAILABLE, "False", MIN_UNAVAILABLE,
-                                            "Deployment does not have minimum availability.", now))
+        set_condition(
+            status,
+            new_condition(
+                AVAILABLE, "False", MIN_UNAVAILABLE, "Deployment does not have minimum availability.", now
+            ),
+        )
     return status
 
 
 def deployment_complete(deployment: Obj, status: Obj) -> bool:
     replicas = spec_replicas(deployment)
     generation = int((deployment.get("metadata") or {}).get("generation") or 0)
-    return (status.get("updatedReplicas", 0) == replicas and status.get("replicas", 0) == replicas
-            and status.get("availableReplicas", 0) == replicas
-            and status.get("observedGeneration", 0) >= generation)
+    return (
+        status.get("updatedReplicas", 0) == replicas
+        and status.get("replicas", 0) == replicas
+        and status.get("availableReplicas", 0) == replicas
+        and status.get("observedGeneration", 0) >= generation
+    )
 
 
 def deployment_progressing(deployment: Obj, status: Obj) -> bool:
@@ -123,9 +142,12 @@ def deployment_progressing(deployment: Obj, status: Obj) -> bool:
 
     old_old = get(old, "replicas") - get(old, "updatedReplicas")
     new_old = get(status, "replicas") - get(status, "updatedReplicas")
-    return (get(status, "updatedReplicas") > get(old, "updatedReplicas") or new_old < old_old
-            or get(status, "readyReplicas") > get(old, "readyReplicas")
-            or get(status, "availableReplicas") > get(old, "availableReplicas"))
+    return (
+        get(status, "updatedReplicas") > get(old, "updatedReplicas")
+        or new_old < old_old
+        or get(status, "readyReplicas") > get(old, "readyReplicas")
+        or get(status, "availableReplicas") > get(old, "availableReplicas")
+    )
 
 
 def deployment_timed_out(deployment: Obj, status: Obj, now: float) -> bool:
@@ -147,8 +169,11 @@ def rollout_status(all_rss: list[Obj | None], new_rs: Obj | None, deployment: Ob
     if not has_progress_deadline(deployment):
         remove_condition(status, PROGRESSING)
     current = get_condition(deployment.get("status"), PROGRESSING)
-    complete_before = (status.get("replicas", 0) == status.get("updatedReplicas", 0) and current is not None
-                       and current.get("reason") == NEW_RS_AVAILABLE)
+    complete_before = (
+        status.get("replicas", 0) == status.get("updatedReplicas", 0)
+        and current is not None
+        and current.get("reason") == NEW_RS_AVAILABLE
+    )
     if has_progress_deadline(deployment) and not complete_before:
         _progress(status, deployment, new_rs, current, now)
     failure = replica_failure(all_rss, new_rs)
@@ -163,8 +188,12 @@ def _progress(status: Obj, deployment: Obj, new_rs: Obj | None, current: Obj | N
     name = deployment["metadata"]["name"]
     subject = f'ReplicaSet "{new_rs["metadata"]["name"]}"' if new_rs is not None else f'Deployment "{name}"'
     if deployment_complete(deployment, status):
-        set_condition(status, new_condition(PROGRESSING, "True", NEW_RS_AVAILABLE,
-                                            f"{subject} has successfully progressed.", now))
+        set_condition(
+            status,
+            new_condition(
+                PROGRESSING, "True", NEW_RS_AVAILABLE, f"{subject} has successfully progressed.", now
+            ),
+        )
     elif deployment_progressing(deployment, status):
         condition = new_condition(PROGRESSING, "True", RS_UPDATED, f"{subject} is progressing.", now)
         if current is not None:
@@ -173,8 +202,10 @@ def _progress(status: Obj, deployment: Obj, new_rs: Obj | None, current: Obj | N
             remove_condition(status, PROGRESSING)
         set_condition(status, condition)
     elif deployment_timed_out(deployment, status, now):
-        set_condition(status, new_condition(PROGRESSING, "False", TIMED_OUT,
-                                            f"{subject} has timed out progressing.", now))
+        set_condition(
+            status,
+            new_condition(PROGRESSING, "False", TIMED_OUT, f"{subject} has timed out progressing.", now),
+        )
 
 
 def replica_failure(all_rss: list[Obj | None], new_rs: Obj | None) -> Obj | None:
@@ -183,10 +214,14 @@ def replica_failure(all_rss: list[Obj | None], new_rs: Obj | None) -> Obj | None
         for rs in candidates:
             for condition in ((rs or {}).get("status") or {}).get("conditions") or []:
                 if condition.get("type") == REPLICA_FAILURE:
-                    return {"type": REPLICA_FAILURE, "status": condition.get("status"),
-                            "lastUpdateTime": condition.get("lastTransitionTime"),
-                            "lastTransitionTime": condition.get("lastTransitionTime"),
-                            "reason": condition.get("reason"), "message": condition.get("message")}
+                    return {
+                        "type": REPLICA_FAILURE,
+                        "status": condition.get("status"),
+                        "lastUpdateTime": condition.get("lastTransitionTime"),
+                        "lastTransitionTime": condition.get("lastTransitionTime"),
+                        "reason": condition.get("reason"),
+                        "message": condition.get("message"),
+                    }
     return None
 
 
@@ -204,4 +239,3 @@ def paused_condition(deployment: Obj, now: float) -> Obj | None:
     if not paused and paused_recorded:
         return new_condition(PROGRESSING, "Unknown", RESUMED, "Deployment is resumed", now)
     return None
-

@@ -11,7 +11,7 @@ The periodic resync re-checks the progress deadline and minReadySeconds.
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 
 from .. import errors
 from ..resources import ResourceType, lookup
@@ -37,7 +37,7 @@ REPLICASETS = _rt("apps", "v1", "replicasets")
 PODS = _rt("", "v1", "pods")
 
 
-def selector_matcher(obj: Obj):  # type: ignore[no-untyped-def]
+def selector_matcher(obj: Obj) -> Callable[[dict[str, str]], bool]:
     """``matches(labels)`` for the object's ``spec.selector``; an unparsable selector matches nothing."""
     try:
         selector = label_selector_from_match((obj.get("spec") or {}).get("selector"))
@@ -126,8 +126,12 @@ class DeploymentController(Controller):
 
     def delete_rs(self, rs: Obj) -> None:
         try:
-            self.store.delete(REPLICASETS, rs["metadata"]["namespace"], rs["metadata"]["name"],
-                              precondition_uid=rs["metadata"]["uid"])
+            self.store.delete(
+                REPLICASETS,
+                rs["metadata"]["namespace"],
+                rs["metadata"]["name"],
+                precondition_uid=rs["metadata"]["uid"],
+            )
         except errors.ApiError as exc:
             if exc.code not in (404, 409):
                 raise

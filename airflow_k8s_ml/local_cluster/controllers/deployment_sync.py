@@ -89,7 +89,9 @@ class DeploymentSync:
     def get_all(self, create: bool) -> tuple[Obj | None, list[Obj]]:
         """``getAllReplicaSetsAndSyncRevision``: (new ReplicaSet or None, every other ReplicaSet)."""
         existing = self.find_new_rs()
-        old_rss = [rs for rs in self.rss if existing is None or rs["metadata"]["uid"] != existing["metadata"]["uid"]]
+        old_rss = [
+            rs for rs in self.rss if existing is None or rs["metadata"]["uid"] != existing["metadata"]["uid"]
+        ]
         new_rs = self._new_rs(existing, old_rss, create)
         return new_rs, old_rss
 
@@ -115,9 +117,16 @@ class DeploymentSync:
         needs_write = set_deployment_revision(self.d, rs["metadata"]["annotations"].get(rep.REVISION, ""))
         status = self.d.setdefault("status", {})
         if st.has_progress_deadline(self.d) and st.get_condition(status, st.PROGRESSING) is None:
-            st.set_condition(status, st.new_condition(st.PROGRESSING, "True", st.FOUND_NEW_RS,
-                                                      f'Found new replica set "{rs["metadata"]["name"]}"',
-                                                      self.ops.now()))
+            st.set_condition(
+                status,
+                st.new_condition(
+                    st.PROGRESSING,
+                    "True",
+                    st.FOUND_NEW_RS,
+                    f'Found new replica set "{rs["metadata"]["name"]}"',
+                    self.ops.now(),
+                ),
+            )
             needs_write = True
         if needs_write:
             self.ops.write_deployment(self.d)
@@ -132,10 +141,17 @@ class DeploymentSync:
         rs: Obj = {
             "apiVersion": "apps/v1",
             "kind": "ReplicaSet",
-            "metadata": {"name": f'{d["metadata"]["name"]}-{pod_hash}', "namespace": d["metadata"]["namespace"],
-                         "labels": dict(template["metadata"]["labels"]), "ownerReferences": [owner_reference(d)]},
-            "spec": {"replicas": 0, "selector": selector_with_hash(spec.get("selector"), pod_hash),
-                     "template": template},
+            "metadata": {
+                "name": f"{d['metadata']['name']}-{pod_hash}",
+                "namespace": d["metadata"]["namespace"],
+                "labels": dict(template["metadata"]["labels"]),
+                "ownerReferences": [owner_reference(d)],
+            },
+            "spec": {
+                "replicas": 0,
+                "selector": selector_with_hash(spec.get("selector"), pod_hash),
+                "template": template,
+            },
         }
         _set_min_ready(rs, int(spec.get("minReadySeconds") or 0))
         rs["spec"]["replicas"] = rep.new_rs_new_replicas(d, [*old_rss, rs], rs)
@@ -159,11 +175,21 @@ class DeploymentSync:
                 return None
         self._remember(created)
         if not already_exists and replicas > 0:
-            self.ops.event(self.d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {replicas}")
+            self.ops.event(
+                self.d, "Normal", "ScalingReplicaSet", f"Scaled up replica set {name} from 0 to {replicas}"
+            )
         needs_write = set_deployment_revision(self.d, str(new_revision))
         if not already_exists and st.has_progress_deadline(self.d):
-            st.set_condition(self.d.setdefault("status", {}), st.new_condition(
-                st.PROGRESSING, "True", st.NEW_RS_CREATED, f'Created new replica set "{name}"', self.ops.now()))
+            st.set_condition(
+                self.d.setdefault("status", {}),
+                st.new_condition(
+                    st.PROGRESSING,
+                    "True",
+                    st.NEW_RS_CREATED,
+                    f'Created new replica set "{name}"',
+                    self.ops.now(),
+                ),
+            )
             needs_write = True
         if needs_write:
             self.ops.write_deployment(self.d)
@@ -175,7 +201,8 @@ class DeploymentSync:
         if existing is not None:
             ref = controller_ref(existing) or {}
             if ref.get("uid") == self.d["metadata"]["uid"] and equal_ignore_hash(
-                    (self.d.get("spec") or {}).get("template"), (existing.get("spec") or {}).get("template")):
+                (self.d.get("spec") or {}).get("template"), (existing.get("spec") or {}).get("template")
+            ):
                 return existing
         status = self.d.setdefault("status", {})
         status["collisionCount"] = int(status.get("collisionCount") or 0) + 1
@@ -187,8 +214,10 @@ class DeploymentSync:
             return
         message = f'Failed to create new replica set "{name}": {exc.message}'
         if st.has_progress_deadline(self.d):
-            st.set_condition(self.d.setdefault("status", {}), st.new_condition(
-                st.PROGRESSING, "False", st.FAILED_RS_CREATE, message, self.ops.now()))
+            st.set_condition(
+                self.d.setdefault("status", {}),
+                st.new_condition(st.PROGRESSING, "False", st.FAILED_RS_CREATE, message, self.ops.now()),
+            )
             self.ops.write_deployment(self.d)
         self.ops.event(self.d, "Warning", st.FAILED_RS_CREATE, message)
 
@@ -210,8 +239,12 @@ class DeploymentSync:
         set_replicas_annotations(changed, desired, maximum)
         updated = self._remember(self.ops.update_rs(changed))
         if resize:
-            self.ops.event(self.d, "Normal", "ScalingReplicaSet",
-                           f"Scaled {operation} replica set {rs['metadata']['name']} from {before} to {size}")
+            self.ops.event(
+                self.d,
+                "Normal",
+                "ScalingReplicaSet",
+                f"Scaled {operation} replica set {rs['metadata']['name']} from {before} to {size}",
+            )
         return resize, updated
 
     # -- paused and scaling events ---------------------------------------------------------------------

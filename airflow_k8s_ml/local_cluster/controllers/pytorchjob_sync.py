@@ -170,10 +170,21 @@ def _reconcile_pods(run: Pass, pods: list[Obj], rtype: str, spec: Obj) -> None:
             _create_pod(run, rtype, index)
             continue
         pod = bucket[0]
-        if index >= replicas:
+        if index >= replicas or _dials_a_gone_master(run, pod, rtype):
             run.ops.delete_pod(run.job, pod)
         _check_failed_pod(run, pod, rtype, spec)
         st.count_pod(rs, pod)
+
+
+def _dials_a_gone_master(run: Pass, pod: Obj, rtype: str) -> bool:
+    """A live Worker whose MASTER_ADDR is not the live Master's (the Master pod was replaced and got a new
+    IP). Upstream's Workers re-resolve the Master Service name when they restart; here the pod is recreated
+    with the new address instead (local-cluster addition)."""
+    if rtype == MASTER or run.master_addr is None or st.is_terminating(pod):
+        return False
+    if st.phase(pod) not in ("Pending", "Running"):
+        return False
+    return env_value(pod, "MASTER_ADDR") not in (None, run.master_addr)
 
 
 def _check_failed_pod(run: Pass, pod: Obj, rtype: str, spec: Obj) -> None:

@@ -20,6 +20,11 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.job_ttl:TTLAfterFinishedController",
     "controllers.cronjob:CronJobController",
     "controllers.pytorchjob:PyTorchJobController",
+    "controllers.deployment:DeploymentController",
+    "controllers.replicaset:ReplicaSetController",
+    "controllers.service:ServiceController",
+    "controllers.hpa:HPAController",
+    "controllers.pdb:DisruptionController",
 ]
 
 

@@ -42,8 +42,11 @@ def to_scale(obj: Obj) -> Obj:
     return {
         "kind": "Scale",
         "apiVersion": "autoscaling/v1",
-        "metadata": {k: meta[k] for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
-                     if k in meta},
+        "metadata": {
+            k: meta[k]
+            for k in ("name", "namespace", "uid", "resourceVersion", "creationTimestamp")
+            if k in meta
+        },
         "spec": {"replicas": replicas} if replicas else {},
         "status": status,
     }
@@ -53,15 +56,34 @@ def validate_scale(scale: Obj, name: str) -> int:
     """``ValidateScale``: the new replica count, or 422 ``Scale.autoscaling "x" is invalid``."""
     replicas = (scale.get("spec") or {}).get("replicas", 0)
     if isinstance(replicas, bool) or not isinstance(replicas, int):
-        raise errors.bad_request(f"Scale in version \"v1\" cannot be handled as a Scale: invalid replicas {replicas!r}")
+        raise errors.bad_request(
+            f'Scale in version "v1" cannot be handled as a Scale: invalid replicas {replicas!r}'
+        )
     if replicas < 0:
-        raise errors.invalid("Scale", "autoscaling", "scale", name, [
-            ("spec.replicas", "FieldValueInvalid", f"Invalid value: {replicas}: must be greater than or equal to 0")])
+        raise errors.invalid(
+            "Scale",
+            "autoscaling",
+            "scale",
+            name,
+            [
+                (
+                    "spec.replicas",
+                    "FieldValueInvalid",
+                    f"Invalid value: {replicas}: must be greater than or equal to 0",
+                )
+            ],
+        )
     return replicas
 
 
-def set_replicas(cluster: LocalCluster, rt: ResourceType, namespace: str, name: str, replicas: int,
-                 resource_version: str | None = None) -> Obj:
+def set_replicas(
+    cluster: LocalCluster,
+    rt: ResourceType,
+    namespace: str,
+    name: str,
+    replicas: int,
+    resource_version: str | None = None,
+) -> Obj:
     """Write ``spec.replicas`` of the parent through admission (validation, generation bump)."""
     current = cluster.store.get(rt, namespace, name)
     if resource_version and resource_version != current["metadata"]["resourceVersion"]:
@@ -93,7 +115,9 @@ def register_scale(cluster: LocalCluster, rt: ResourceType) -> None:
             precondition = (scale.get("metadata") or {}).get("resourceVersion")
         else:
             scale = apply_patch(to_scale(current), raw, content_type, "Scale")
-            precondition = (scale.get("metadata") or {}).get("resourceVersion") if b'"resourceVersion"' in raw else None
+            precondition = (
+                (scale.get("metadata") or {}).get("resourceVersion") if b'"resourceVersion"' in raw else None
+            )
         replicas = validate_scale(scale, name)
         if request.query.get("dryRun") == "All":
             return _json({**to_scale(current), "spec": {"replicas": replicas} if replicas else {}})

@@ -27,6 +27,7 @@ from .fit import TERMINAL_PHASES
 from .logs import LogRegistry, log_handler
 from .network import IpAllocator
 from .node import node_object, node_status
+from .unsupported import UNSUPPORTED, unsupported_handler
 from .volumes import pod_dir
 from .worker import PodWorker, StopRequest
 
@@ -63,6 +64,8 @@ class Kubelet(Controller):
             self.pods_rt, "log", log_handler(self.store, self.logs, self.settings.state_dir)
         )
         self.cluster.register_subresource(self.pods_rt, "eviction", eviction_handler(self))
+        for name in UNSUPPORTED:
+            self.cluster.register_subresource(self.pods_rt, name, unsupported_handler(name))
         self.cluster.admin_actions["evict"] = self.evict
 
     async def start(self) -> None:

@@ -101,14 +101,14 @@ class ContainerState:
         return status
 
 
-def _init_counts(spec: Obj, init: list[ContainerState]) -> tuple[int, int]:
-    pending = failed = 0
+def _init_counts(spec: Obj, init: list[ContainerState]) -> tuple[int, int, int]:
+    """(pending regular, pending restartable (sidecars), failed) init containers, as getPhase counts them."""
+    pending = pending_sidecars = failed = 0
     by_name = {s.name: s for s in init}
     for container in spec.get("initContainers") or []:
         state = by_name.get(container.get("name", ""))
         if container.get("restartPolicy") == "Always":
-            if state is None or not state.started:
-                pending += 1
+            pending_sidecars += state is None or not (state.running and state.started)
             continue
         if state is None or state.running:
             pending += 1
@@ -118,7 +118,7 @@ def _init_counts(spec: Obj, init: list[ContainerState]) -> tuple[int, int]:
             failed += state.last_terminated["exitCode"] != 0
         else:
             pending += 1
-    return pending, failed
+    return pending, pending_sidecars, failed
 
 
 def pod_phase(
@@ -126,7 +126,7 @@ def pod_phase(
 ) -> str:
     """getPhase: ``terminal`` means the kubelet has stopped the pod for good (deleted, evicted)."""
     policy = spec.get("restartPolicy") or "Always"
-    pending_init, failed_init = _init_counts(spec, init)
+    pending_init, pending_sidecars, failed_init = _init_counts(spec, init)
     by_name = {s.name: s for s in main}
     unknown = running = waiting = stopped = succeeded = 0
     for container in spec.get("containers") or []:
@@ -144,7 +144,7 @@ def pod_phase(
             waiting += 1
     if failed_init and policy == "Never":
         return "Failed"
-    if pending_init or waiting:
+    if pending_init or waiting or (pending_sidecars and not running and not stopped):
         return "Failed" if terminal else "Pending"
     if running and not unknown:
         return "Running"

@@ -235,11 +235,13 @@ class PodWorker:
     async def _start_sidecar(self, runner: ContainerRunner) -> bool:
         task = asyncio.ensure_future(runner.run())
         self._sidecars.append((runner, task))
-        started = asyncio.ensure_future(runner.started.wait())
-        await asyncio.wait(
-            [task, started, asyncio.ensure_future(self.stop_event.wait())],
-            return_when=asyncio.FIRST_COMPLETED,
-        )
+        waiters = [
+            asyncio.ensure_future(runner.started.wait()),
+            asyncio.ensure_future(self.stop_event.wait()),
+        ]
+        await asyncio.wait([task, *waiters], return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
         return runner.started.is_set() and self.stopping is None
 
     async def _run_main(self) -> None:
@@ -301,6 +303,9 @@ class PodWorker:
                 phase, status["reason"], status["message"] = self.forced
             else:
                 phase = pod_phase(spec, self.init_states, self.main_states, self.terminal)
+                if phase in fit.TERMINAL_PHASES and any(s.running for s in (*self.init_states, *self.main_states)):
+                    # A terminal phase is reported only once every container (sidecars too) has stopped.
+                    phase = "Running"
             status["phase"] = phase
             sandbox = self.sandbox and phase not in fit.TERMINAL_PHASES
             fresh = kubelet_conditions(spec, self.init_states, self.main_states, phase, sandbox)

@@ -1,0 +1,221 @@
+"""Parse cost of a DAG file using our operators, relative to a DAG with one EmptyOperator.
+
+Emulates Airflow 3's dag processor (``airflow/dag_processing/processor.py``): the long-lived manager process
+has the parsing machinery imported and pre-imports the ``airflow.*`` modules a DAG file names
+(``parsing_pre_import_modules``, on by default); then *every* parse forks a child which loads the file
+(``BundleDagBag``), serialises its DAGs (``DagSerialization.to_dict``) and exits. Whatever a DAG file imports
+beyond ``airflow.*`` - here ``airflow_k8s_ml`` - is therefore imported again in every child, which is why the
+package must stay import-light.
+
+Three DAG files: one EmptyOperator (the baseline), one FineTuneJobOperator (the headline ratio: same task
+count, so the difference is what our package costs), and a three-task pipeline using both training operators
+and the sensor (for information: more tasks cost more to build and serialise whatever they are).
+
+Prints, per DAG file, the median per parse measured three ways - inside the child (load + serialise),
+fork-to-exit as the manager sees it, and the child's CPU time (least sensitive to machine load) - and the
+ratios to the baseline. Parses are interleaved so that all files see the same load. Goal: <= 1.2.
+
+Run: ``.venv/bin/python bench/parse_cost.py [--parses 30]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import os
+import statistics
+import sys
+import tempfile
+import textwrap
+import time
+from pathlib import Path
+
+EMPTY_DAG = """
+from datetime import datetime
+
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.sdk import DAG
+
+with DAG("empty", schedule=None, start_date=datetime(2024, 1, 1)):
+    EmptyOperator(task_id="noop")
+"""
+
+ONE_TASK_DAG = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_k8s_ml.operators import FineTuneJobOperator
+
+with DAG("ours", schedule=None, start_date=datetime(2024, 1, 1)):
+    FineTuneJobOperator(
+        task_id="finetune",
+        image="ghcr.io/acme/trainer:1.4",
+        command=["python", "-m", "trainer"],
+        args=["--resume-from", "{{ resume_from }}"],
+        requests={"cpu": "4", "memory": "16Gi"},
+        gpus=1,
+        namespace="ml",
+        resume_from="latest",
+        checkpoint_uri="s3://models/finetune",
+        run_timeout=timedelta(hours=6),
+    )
+"""
+
+PIPELINE_DAG = """
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
+from airflow_k8s_ml.sensors import TrainingJobSensor
+
+with DAG("pipeline", schedule=None, start_date=datetime(2024, 1, 1)):
+    finetune = FineTuneJobOperator(
+        task_id="finetune",
+        image="ghcr.io/acme/trainer:1.4",
+        command=["python", "-m", "trainer"],
+        args=["--epochs", "5", "--resume-from", "{{ resume_from }}"],
+        env={"RUN": "{{ run_id }}"},
+        secret_env={"HF_TOKEN": "hf-secret:token"},
+        env_from=["s3-credentials"],
+        requests={"cpu": "4", "memory": "16Gi"},
+        gpus=1,
+        gpu_resource="nvidia.com/mig-1g.5gb",
+        tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        volumes=[{"name": "data", "mount_path": "/data", "pvc": "datasets"}],
+        namespace="ml",
+        resume_from="latest",
+        checkpoint_uri="s3://models/{{ dag.dag_id }}",
+        admission_timeout=timedelta(minutes=30),
+        startup_timeout=timedelta(minutes=10),
+        run_timeout=timedelta(hours=6),
+        deadline="{{ (logical_date + macros.timedelta(hours=8)).isoformat() }}",
+        queue_name="gpu-queue",
+        active_deadline_seconds=8 * 3600,
+    )
+    distributed = PyTorchJobOperator(
+        task_id="ddp",
+        image="ghcr.io/acme/trainer:1.4",
+        command=["python", "-m", "trainer.ddp"],
+        workers=3,
+        requests={"cpu": "8", "memory": "32Gi"},
+        gpus=1,
+        namespace="ml",
+        clean_pod_policy="Running",
+        run_timeout=timedelta(hours=6),
+    )
+    wait = TrainingJobSensor(task_id="wait_external", name="nightly-eval", namespace="ml", run_timeout=3600)
+    finetune >> distributed >> wait
+"""
+
+
+def _parse_in_child(path: Path, bundle: Path) -> float:
+    """What the dag processor's child does for one file (``processor._parse_file``: stability check, load
+    with ``BundleDagBag``, serialise the DAGs) plus encoding the result frame it sends back. Seconds."""
+    import structlog
+    from airflow.dag_processing.processor import DagFileParseRequest, _parse_file
+    from airflow.sdk.execution_time.comms import _RequestFrame
+
+    started = time.perf_counter()
+    request = DagFileParseRequest(file=str(path), bundle_path=bundle, bundle_name="bench")
+    result = _parse_file(request, structlog.get_logger(logger_name="task"))
+    if result is None or result.import_errors or not result.serialized_dags:
+        raise SystemExit(f"parse failed: {result and result.import_errors}")
+    _RequestFrame(id=0, body=result.model_dump()).as_bytes()
+    return time.perf_counter() - started
+
+
+def _fork_parse(path: Path, bundle: Path) -> tuple[float, float, float]:
+    """One parse in a fresh forked child: (in-child parse wall s, fork-to-exit wall s, child CPU s)."""
+    read_end, write_end = os.pipe()
+    started = time.perf_counter()
+    pid = os.fork()
+    if pid == 0:  # child
+        os.close(read_end)
+        try:
+            os.write(write_end, repr(_parse_in_child(path, bundle)).encode())
+        finally:
+            os._exit(0)
+    os.close(write_end)
+    with os.fdopen(read_end) as pipe:
+        inner = pipe.read()
+    _, _, usage = os.wait4(pid, 0)
+    wall = time.perf_counter() - started
+    if not inner:
+        raise SystemExit(f"child failed to parse {path}")
+    return float(inner), wall, usage.ru_utime + usage.ru_stime
+
+
+def _preimport(path: Path) -> None:
+    """The manager's ``_pre_import_airflow_modules``: only ``airflow.*`` modules named by the file."""
+    import importlib
+
+    from airflow.utils.file import iter_airflow_imports
+
+    for module in iter_airflow_imports(str(path)):
+        importlib.import_module(module)
+
+
+def measure(files: dict[str, Path], bundle: Path, parses: int) -> dict[str, list[tuple[float, float, float]]]:
+    """Interleaved parses (A, B, A, B, ...) so both files see the same machine load."""
+    for path in files.values():
+        _preimport(path)
+        _fork_parse(path, bundle)  # warm-up (file-system caches, .pyc)
+    samples: dict[str, list[tuple[float, float, float]]] = {label: [] for label in files}
+    for _ in range(parses):
+        for label, path in files.items():
+            samples[label].append(_fork_parse(path, bundle))
+    return samples
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--parses", type=int, default=30, help="forked parses per DAG file (median reported)")
+    options = parser.parse_args(argv)
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp)
+        os.environ.setdefault("AIRFLOW_HOME", str(home / "airflow-home"))
+        os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+        bundle = home / "dags"
+        bundle.mkdir()
+        sources = {"EmptyOperator": EMPTY_DAG, "FineTuneJob": ONE_TASK_DAG, "pipeline (3)": PIPELINE_DAG}
+        files = {label: bundle / f"dag_{i}.py" for i, label in enumerate(sources)}
+        for label, source in sources.items():
+            files[label].write_text(textwrap.dedent(source))
+        # The manager process has the parsing machinery loaded before it ever forks.
+        import airflow.dag_processing.dagbag
+        import airflow.dag_processing.processor
+        import airflow.serialization.serialized_objects  # noqa: F401
+
+        # ... and freezes its heap before the parsing loop (DagFileProcessorManager.before_run), so the
+        # children's garbage collections do not touch - and copy - every page of the parent.
+        gc.freeze()
+        # A deployed package has its bytecode cached; this environment may forbid writing it
+        # (PYTHONDONTWRITEBYTECODE), which would make every child compile our sources. Cache bytecode of
+        # modules first imported by the children under a private prefix instead (the warm-up parse writes it).
+        sys.pycache_prefix = str(home / "pycache")
+        sys.dont_write_bytecode = False
+
+        samples = measure(files, bundle, options.parses)
+    columns = ("parse (in child)", "fork-to-exit", "child CPU")
+    medians = {
+        label: [statistics.median(column) for column in zip(*rows, strict=True)]
+        for label, rows in samples.items()
+    }
+    print(f"{'DAG file':<20}" + "".join(f"{c:>20}" for c in columns))
+    for label, values in medians.items():
+        print(f"{label:<20}" + "".join(f"{v * 1000:>17.2f} ms" for v in values))
+    base = medians["EmptyOperator"]
+    for label in ("FineTuneJob", "pipeline (3)"):
+        ratios = [o / b for o, b in zip(medians[label], base, strict=True)]
+        print(f"{'ratio ' + label:<20}" + "".join(f"{r:>20.2f}" for r in ratios))
+    headline = medians["FineTuneJob"][1] / base[1]
+    print(f"per-parse ratio, one FineTuneJobOperator vs one EmptyOperator (fork-to-exit): {headline:.2f}")
+    print("goal <= 1.2")
+    sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

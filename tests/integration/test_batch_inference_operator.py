@@ -1,0 +1,210 @@
+"""BatchInferenceCronJobOperator against the local cluster: idempotent apply, validation before any API call,
+and a run-now Job that really scores the seeded batches with ``workloads.batch_predict``.
+
+The operator runs as Airflow would run it: ``execute`` (raising ``TaskDeferred``), the handed-over trigger
+revived from its serialized form and run to its event, then the deferred method with that event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.manifests.cron import TZ_IN_SCHEDULE_MESSAGE, next_schedule_time
+from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
+
+pytest.importorskip("torch")
+
+BATCH_CMD = ["python", "-m", "airflow_k8s_ml.workloads.batch_predict"]
+
+
+@pytest.fixture(scope="module")
+def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    root = tmp_path_factory.mktemp("batch-seed")
+    env = {k: v for k, v in os.environ.items() if k not in {"MODEL_URI", "INPUT_URI", "OUTPUT_URI"}}
+    seed = [
+        sys.executable,
+        "-m",
+        "airflow_k8s_ml.workloads.seed",
+        "--base-model-uri",
+        f"file://{root}/models",
+    ]
+    proc = subprocess.run(
+        [*seed, "--input-uri", f"file://{root}/in", "--batches", "2", "--rows-per-batch", "20"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {
+        "model_uri": f"file://{root}/models/step-1/",
+        "input_uri": f"file://{root}/in/",
+        "root": str(root),
+    }
+
+
+@pytest.fixture()
+def conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
+    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
+    )
+    return "kubernetes_default"
+
+
+def context(run_id: str = "manual__2024-06-01T00:00:00+00:00", try_number: int = 1) -> dict[str, Any]:
+    ti = SimpleNamespace(
+        dag_id="nightly", task_id="batch", run_id=run_id, map_index=-1, try_number=try_number
+    )
+    return {"ti": ti}
+
+
+async def _event(trigger: Any, timeout: float) -> dict[str, Any]:
+    from airflow_k8s_ml.kube.async_client import close_all
+
+    async def first() -> dict[str, Any]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("trigger ended without an event")
+
+    try:
+        return await asyncio.wait_for(first(), timeout)
+    finally:
+        await close_all()
+
+
+def run_deferred(op: Any, ctx: dict[str, Any], deferred: TaskDeferred, timeout: float = 60) -> Any:
+    classpath, kwargs = deferred.trigger.serialize()
+    assert classpath.endswith("WorkloadTrigger")
+    revived = type(deferred.trigger)(**kwargs)  # what the triggerer does
+    payload = asyncio.run(_event(revived, timeout))
+    return getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
+
+
+def make(
+    namespace: str, seeded: dict[str, str], out: Path, **overrides: Any
+) -> BatchInferenceCronJobOperator:
+    args: dict[str, Any] = {
+        "task_id": "batch",
+        "name": "digits-nightly",
+        "namespace": namespace,
+        "schedule": "30 2 * * *",
+        "time_zone": "Europe/Berlin",
+        "model_uri": {"uri": seeded["model_uri"], "step": 1},
+        "input_uri": seeded["input_uri"],
+        "output_uri": f"file://{out}/",
+        "image": "python:3.11",
+        "command": BATCH_CMD,
+        "starting_deadline_seconds": 300,
+    }
+    return BatchInferenceCronJobOperator(**{**args, **overrides})
+
+
+def test_cronjob_is_applied_idempotently_and_updated_in_place(
+    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+) -> None:
+    from kubernetes import client
+
+    batch = client.BatchV1Api(api_client)
+    before = datetime.now(UTC)
+    first = make(namespace, seeded, tmp_path).execute(context())
+    assert first["action"] == "created" and first["cronjob"] == "digits-nightly"
+    expected_next = next_schedule_time("30 2 * * *", "Europe/Berlin", before)
+    assert first["next_schedule_time"] == expected_next.isoformat()  # type: ignore[union-attr]
+    live = batch.read_namespaced_cron_job("digits-nightly", namespace)
+    assert live.spec.concurrency_policy == "Forbid" and live.spec.time_zone == "Europe/Berlin"
+    assert live.spec.starting_deadline_seconds == 300
+    env = {e.name: e.value for e in live.spec.job_template.spec.template.spec.containers[0].env}
+    assert env["MODEL_URI"] == seeded["model_uri"] and env["OUTPUT_URI"] == f"file://{tmp_path}/"
+
+    second = make(namespace, seeded, tmp_path).execute(context())
+    assert second["action"] == "unchanged" and second["uid"] == first["uid"]
+
+    third = make(namespace, seeded, tmp_path, schedule="0 4 * * *", suspend=True).execute(context())
+    assert third["action"] == "configured" and third["uid"] == first["uid"]
+    assert third["next_schedule_time"] is None and third["suspend"] is True
+    assert batch.read_namespaced_cron_job("digits-nightly", namespace).spec.schedule == "0 4 * * *"
+
+
+def test_tz_in_schedule_fails_before_any_api_call_with_the_api_servers_message(
+    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+) -> None:
+    from kubernetes import client
+
+    batch = client.BatchV1Api(api_client)
+    op = make(namespace, seeded, tmp_path, schedule="{{ params.schedule }}")
+    op.schedule = "TZ=Europe/Berlin 30 2 * * *"  # what the template renders to
+    with pytest.raises(ValidationError) as info:
+        op.execute(context())
+    assert info.value.field == "schedule" and info.value.message == TZ_IN_SCHEDULE_MESSAGE
+    assert batch.list_namespaced_cron_job(namespace).items == []
+
+    # The API server says the same words about the same schedule.
+    body = {
+        "metadata": {"name": "direct"},
+        "spec": {
+            "schedule": "TZ=Europe/Berlin 30 2 * * *",
+            "jobTemplate": {
+                "spec": {
+                    "template": {
+                        "spec": {
+                            "restartPolicy": "Never",
+                            "containers": [{"name": "main", "image": "python:3.11"}],
+                        }
+                    }
+                }
+            },
+        },
+    }
+    with pytest.raises(client.ApiException) as rejected:
+        batch.create_namespaced_cron_job(namespace, body)
+    causes = json.loads(rejected.value.body)["details"]["causes"]
+    assert any(c["message"].endswith(TZ_IN_SCHEDULE_MESSAGE) for c in causes), causes
+
+
+def test_run_now_creates_a_manual_job_like_kubectl_and_returns_its_result(
+    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+) -> None:
+    from kubernetes import client
+
+    op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, startup_timeout=30)
+    ctx = context()
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute(ctx)
+    result = run_deferred(op, ctx, deferred.value, timeout=90)
+
+    job = result["manual_job"]
+    assert result["action"] == "created" and result["next_schedule_time"]
+    assert job["state"]["phase"] == "succeeded" and job["output_uri"] == f"file://{tmp_path}/"
+    assert job["name"].startswith("digits-nightly-manual-")
+    summary = json.loads((tmp_path / "_SUMMARY.json").read_text())
+    assert summary["count"] == 40 and summary["model_uri"] == seeded["model_uri"]
+
+    live = client.BatchV1Api(api_client).read_namespaced_job(job["name"], namespace)
+    cronjob = client.BatchV1Api(api_client).read_namespaced_cron_job("digits-nightly", namespace)
+    assert live.metadata.annotations["cronjob.kubernetes.io/instantiate"] == "manual"
+    owner = live.metadata.owner_references[0]
+    assert (owner.kind, owner.name, owner.uid, owner.controller) == (
+        "CronJob",
+        "digits-nightly",
+        cronjob.metadata.uid,
+        True,
+    )
+    assert live.metadata.labels["airflow-k8s-ml/attempt"] == "1"
+
+    # A retry of the same task instance returns the succeeded Job's result instead of running it again.
+    again = make(namespace, seeded, tmp_path, run_now=True).execute(context(try_number=2))
+    assert again["action"] == "unchanged" and again["manual_job"]["name"] == job["name"]

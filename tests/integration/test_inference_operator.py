@@ -1,0 +1,256 @@
+"""InferenceDeploymentOperator against the local cluster with the real model server (``workloads.serve``).
+
+Each scenario runs the operator as Airflow would: ``execute`` (``TaskDeferred``), the trigger revived from
+its serialized form and run to its event, then the deferred method. A background poller calls the Service
+through the API server's proxy all along, to show that a ready replica answered at every moment and which
+model it was.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+
+from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+
+pytest.importorskip("torch")
+
+SERVE = ["python", "-m", "airflow_k8s_ml.workloads.serve"]
+SAMPLE = {"instances": [[0.0] * 64]}
+
+
+@pytest.fixture(scope="module")
+def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
+    """Model A (seeded, step-1), model B (the same weights committed under another URI), a missing one."""
+    root = tmp_path_factory.mktemp("serve-models")
+    env = {k: v for k, v in os.environ.items() if k not in {"MODEL_URI", "INPUT_URI", "OUTPUT_URI"}}
+    proc = subprocess.run(
+        [sys.executable, "-m", "airflow_k8s_ml.workloads.seed", "--base-model-uri", f"file://{root}/a"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    shutil.copytree(root / "a" / "step-1", root / "b" / "step-1")
+    return {
+        "a": f"file://{root}/a/step-1/",
+        "b": f"file://{root}/b/step-1/",
+        "missing": f"file://{root}/missing/step-9/",
+    }
+
+
+@pytest.fixture()
+def conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
+    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
+    )
+    return "kubernetes_default"
+
+
+def context(run_id: str = "manual__2024-06-01T00:00:00+00:00") -> dict[str, Any]:
+    ti = SimpleNamespace(dag_id="nightly", task_id="deploy", run_id=run_id, map_index=-1, try_number=1)
+    pushed: dict[str, Any] = {}
+    ti.xcom_push = lambda key, value: pushed.__setitem__(key, value)
+    return {"ti": ti, "pushed": pushed}
+
+
+async def _event(trigger: Any, timeout: float) -> dict[str, Any]:
+    from airflow_k8s_ml.kube.async_client import close_all
+
+    async def first() -> dict[str, Any]:
+        async for event in trigger.run():
+            return dict(event.payload)
+        raise AssertionError("trigger ended without an event")
+
+    try:
+        return await asyncio.wait_for(first(), timeout)
+    finally:
+        await close_all()
+
+
+def run_task(op: InferenceDeploymentOperator, ctx: dict[str, Any], timeout: float = 60) -> Any:
+    """execute, then every deferral in turn (the rollback defers a second time) until a result or error."""
+    try:
+        return op.execute(ctx)
+    except TaskDeferred as first:
+        deferred = first
+    while True:
+        classpath, kwargs = deferred.trigger.serialize()
+        assert classpath.endswith("WorkloadTrigger") and kwargs["kind"] == "Deployment"
+        payload = asyncio.run(_event(type(deferred.trigger)(**kwargs), timeout))
+        try:
+            return getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
+        except TaskDeferred as again:
+            deferred = again
+
+
+def make(namespace: str, model_uri: str, **overrides: Any) -> InferenceDeploymentOperator:
+    args: dict[str, Any] = {
+        "task_id": "deploy",
+        "name": "digits",
+        "namespace": namespace,
+        "model_uri": {"uri": model_uri, "step": 1},
+        "image": "python:3.11",
+        "command": SERVE,
+        "replicas": 1,
+        "deployment_options": {"probe_period_seconds": 1},
+        "smoke_path": "/predict",
+        "smoke_request": SAMPLE,
+        "expected_response": {"model_uri": model_uri, "step": 1},
+        "rollout_timeout": 60,
+        "smoke_timeout": 20,
+    }
+    return InferenceDeploymentOperator(**{**args, **overrides})
+
+
+class Poller:
+    """Calls POST /predict through the service proxy every 50 ms; records (ok, model) per call."""
+
+    def __init__(self, namespace: str) -> None:
+        from airflow_k8s_ml.kube.sync_client import KubeClient
+
+        self.client = KubeClient("kubernetes_default", namespace)
+        self.namespace = namespace
+        self.answers: list[tuple[bool, str]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from airflow_k8s_ml.kube.serving_ops import proxy_request
+
+        while not self._stop.is_set():
+            try:
+                response = proxy_request(
+                    self.client, self.namespace, "digits", "http", "/predict", body=SAMPLE
+                )
+                ok = response.status == 200
+                detail = json.loads(response.body).get("model_uri", "") if ok else response.body[:200]
+            except Exception as exc:
+                ok, detail = False, repr(exc)
+            self.answers.append((ok, detail))
+            time.sleep(0.05)
+
+    def __enter__(self) -> Poller:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        seen = len(self.answers)  # a few more answers after the task ended: the state it left behind
+        deadline = time.monotonic() + 10
+        while len(self.answers) < seen + 3 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self._stop.set()
+        self._thread.join(10)
+        self.client.close()
+
+    def failures(self) -> list[str]:
+        return [detail for ok, detail in self.answers if not ok]
+
+    def models(self) -> list[str]:
+        """The models that answered, in order, consecutive duplicates collapsed."""
+        out: list[str] = []
+        for ok, detail in self.answers:
+            if ok and (not out or out[-1] != detail):
+                out.append(detail)
+        return out
+
+
+def replica_sets(api_client: Any, namespace: str) -> list[Any]:
+    from kubernetes import client
+
+    return client.AppsV1Api(api_client).list_namespaced_replica_set(namespace).items
+
+
+def deployment(api_client: Any, namespace: str) -> Any:
+    from kubernetes import client
+
+    return client.AppsV1Api(api_client).read_namespaced_deployment("digits", namespace)
+
+
+def test_deploy_rerun_and_roll_back_a_broken_model(
+    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+) -> None:
+    first = run_task(make(namespace, models["a"]), context())
+    assert first["revision"] == 1 and first["model_uri"] == models["a"]
+    assert first["changes"] == {"Deployment": "created", "Service": "created"}
+    assert first["smoke"]["ok"] and first["smoke"]["readiness"]["status"] == 200
+    assert first["smoke"]["request"]["status"] == 200
+    assert first["service_url"] == f"/api/v1/namespaces/{namespace}/services/digits:http/proxy/"
+    live = deployment(api_client, namespace)
+    assert live.metadata.annotations["airflow-k8s-ml/model-uri"] == models["a"]
+    assert live.metadata.labels["airflow-k8s-ml/dag-id"] == "nightly"
+
+    rerun = run_task(make(namespace, models["a"]), context())
+    assert rerun["revision"] == 1 and set(rerun["changes"].values()) == {"unchanged"}
+    assert len(replica_sets(api_client, namespace)) == 1
+
+    ctx = context()
+    broken = make(
+        namespace,
+        models["missing"],
+        deployment_options={"probe_period_seconds": 1, "progress_deadline_seconds": 4},
+    )
+    with Poller(namespace) as poller:
+        with pytest.raises(WorkloadFailed) as failed:
+            run_task(broken, ctx)
+    message = str(failed.value)
+    headline = 'rollout of revision 2 failed (ProgressDeadlineExceeded): deployment "digits" exceeded its'
+    assert message.startswith(f"{headline} progress deadline")
+    assert "container server: CrashLoopBackOff" in message  # why: the model does not load
+    assert f"rolled back: revision 3 (the template of revision 1, model {models['a']}) is serving" in message
+    assert poller.failures() == [] and poller.models() == [models["a"]] and len(poller.answers) > 20
+    assert ctx["pushed"]["rollback"]["serving_revision"] == 3 and ctx["pushed"]["rollback"]["healthy"]
+    live = deployment(api_client, namespace)
+    env = {e.name: e.value for e in live.spec.template.spec.containers[0].env}
+    assert (
+        env["MODEL_URI"] == models["a"]
+        and live.metadata.annotations["deployment.kubernetes.io/revision"] == "3"
+    )
+
+
+def test_new_model_rolls_out_without_a_gap_and_a_smoke_mismatch_rolls_back(
+    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+) -> None:
+    assert run_task(make(namespace, models["a"]), context())["revision"] == 1
+    with Poller(namespace) as poller:
+        second = run_task(make(namespace, models["b"]), context())
+    assert second["revision"] == 2 and second["changes"]["Deployment"] == "configured"
+    assert poller.failures() == [] and poller.models() == [models["a"], models["b"]]
+
+    ctx = context()
+    mismatch = make(namespace, models["a"], expected_response={"model_uri": "file:///elsewhere/"})
+    with pytest.raises(WorkloadFailed) as failed:
+        run_task(mismatch, ctx)
+    message = str(failed.value)
+    assert (
+        'smoke test of revision 3 failed: POST /predict: $.model_uri: expected "file:///elsewhere/"'
+        in message
+    )
+    assert f"rolled back: revision 4 (the template of revision 2, model {models['b']}) is serving" in message
+
+
+def test_first_deploy_that_never_becomes_ready_is_left_in_place_and_fails_clearly(
+    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+) -> None:
+    op = make(namespace, models["missing"], rollout_timeout=4)
+    with pytest.raises(DeadlineExceeded) as failed:
+        run_task(op, context())
+    message = str(failed.value)
+    assert message.startswith("rollout of revision 1 did not finish: overall deadline 4s exceeded")
+    assert f"nothing to roll back to: this was the first revision of deployment {namespace}/digits" in message
+    assert deployment(api_client, namespace).metadata.name == "digits"

@@ -1,0 +1,235 @@
+"""WorkloadTrigger end to end on the local cluster, through an Airflow connection, with real clients.
+
+Trigger log lines go through Airflow's structlog logger (what the triggerer writes into the task log), so
+they are read from the captured output (``capfd``), not ``caplog``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from airflow_k8s_ml.kube.async_client import close_all
+from airflow_k8s_ml.kube.sync_client import KubeClient
+from airflow_k8s_ml.kube.watch import WatchRegistry, reset_registry
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+from .workload_helpers import FAST_WATCH, in_thread, job, run_trigger, use_cluster
+
+GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
+
+
+@pytest.fixture()
+def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
+    use_cluster(monkeypatch, cluster.kubeconfig_path)
+    client = KubeClient(namespace=namespace)
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+async def watches() -> AsyncIterator[WatchRegistry]:
+    registry = reset_registry(FAST_WATCH)
+    yield registry
+    await registry.close()
+    await close_all()
+
+
+def trigger_for(obj: dict[str, Any], **kwargs: Any) -> WorkloadTrigger:
+    meta = obj["metadata"]
+    kwargs.setdefault("task_started_at", time.time())
+    return WorkloadTrigger(
+        kind=obj["kind"], name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], **kwargs
+    )
+
+
+def relayed(output: str, pattern: str) -> Counter[tuple[str, ...]]:
+    """How often each log line was relayed: ``[prefix] text`` lines in the trigger's output."""
+    return Counter(re.findall(pattern, output))
+
+
+async def until_running(client: KubeClient, kind: str, name: str, count: int = 1) -> list[dict[str, Any]]:
+    deadline = time.monotonic() + 15
+    while True:
+        pods = await in_thread(client.pods_of, kind, name)
+        if sum(1 for p in pods if (p.get("status") or {}).get("phase") == "Running") >= count:
+            return pods
+        assert time.monotonic() < deadline, f"pods of {name} never ran: {pods}"
+        await asyncio.sleep(0.05)
+
+
+async def test_quick_job_succeeds_and_its_log_is_relayed_once(
+    client: KubeClient, watches: WatchRegistry, capfd: pytest.CaptureFixture[str]
+) -> None:
+    code = "import time\nfor i in range(5):\n    print(f'step {i}', flush=True); time.sleep(0.1)"
+    obj = await in_thread(client.create, job("quick", code))
+    event = await run_trigger(trigger_for(obj))
+    assert event.outcome == "succeeded", event.message
+    assert event.state["reason"] == "CompletionsReached" and event.uid == obj["metadata"]["uid"]
+    lines = relayed(capfd.readouterr().out, r"\[(quick-\w{5})\] step (\d)")
+    assert sorted(i for _, i in lines) == ["0", "1", "2", "3", "4"]
+    assert set(lines.values()) == {1}
+    pod = next(iter(lines))[0]
+    assert event.log_cursor is not None and set(event.log_cursor) == {pod}
+
+
+async def test_failing_job_reports_backoff_limit_with_each_pods_exit(
+    client: KubeClient, watches: WatchRegistry
+) -> None:
+    code = "import sys\nprint('epoch 1')\nprint('fatal: CUDA error: out of memory', flush=True)\nsys.exit(3)"
+    obj = await in_thread(client.create, job("crash", code, backoff=1))
+    event = await run_trigger(trigger_for(obj))
+    assert event.outcome == "failed"
+    assert event.state["reason"] == "BackoffLimitExceeded"
+    assert len(event.pods) == 2
+    for report in event.pods:
+        assert report["exit_code"] == 3 and report["last_lines"][-1] == "fatal: CUDA error: out of memory"
+    assert event.message.startswith(f"Job {obj['metadata']['namespace']}/crash failed (BackoffLimitExceeded)")
+    assert "exit code 3 (Error): fatal: CUDA error: out of memory" in event.message
+    assert any("BackoffLimitExceeded" in w for w in event.warnings)
+
+
+async def test_admission_deadline_for_a_gpu_request_on_a_cluster_without_gpus(
+    client: KubeClient, watches: WatchRegistry
+) -> None:
+    gpu = {"resources": {"limits": {"nvidia.com/gpu": "1"}}}
+    obj = await in_thread(client.create, job("gpu", "print('never')", container=gpu))
+    started = time.monotonic()
+    event = await run_trigger(trigger_for(obj, deadlines={"admission": 1.5}))
+    elapsed = time.monotonic() - started
+    assert event.outcome == "deadline" and event.deadline_phase == "admission"
+    assert event.message == f"admission deadline 1.5s exceeded: {GPU_MESSAGE}"
+    assert 1.5 <= elapsed <= 4.0
+    assert event.pods and GPU_MESSAGE in event.pods[0]["problem"]
+    assert any("FailedScheduling" in w for w in event.warnings)
+
+
+async def test_run_deadline_fires_within_a_second_of_expiry(
+    client: KubeClient, watches: WatchRegistry
+) -> None:
+    obj = await in_thread(
+        client.create, job("long", "import time; print('training', flush=True); time.sleep(60)")
+    )
+    event = await run_trigger(trigger_for(obj, deadlines={"run": 1.0}))
+    detected = time.time()
+    assert event.outcome == "deadline" and event.deadline_phase == "run", event.message
+    assert event.message.startswith("run deadline 1s exceeded: running (Running)")
+    pods = await in_thread(client.pods_of, "Job", "long")
+    started = min(
+        time.mktime(time.strptime(c["state"]["running"]["startedAt"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
+        for p in pods
+        for c in p["status"]["containerStatuses"]
+    )
+    assert 1.0 <= detected - started <= 3.0  # startedAt has whole seconds: the budget never starts early
+    await in_thread(client.delete, "batch/v1", "Job", "long")
+
+
+async def test_cleanup_keeps_the_job_and_on_kill_deletes_it_foreground(
+    client: KubeClient, watches: WatchRegistry
+) -> None:
+    obj = await in_thread(client.create, job("killme", "import time; time.sleep(60)"))
+    first = trigger_for(obj)
+    task = asyncio.create_task(run_trigger(first))
+    await until_running(client, "Job", "killme")
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await first.cleanup()  # a triggerer restart: the training must go on
+    assert await in_thread(client.get, "batch/v1", "Job", "killme") is not None
+    await until_running(client, "Job", "killme")
+
+    _, kwargs = first.serialize()
+    second = WorkloadTrigger(**kwargs)
+    task = asyncio.create_task(run_trigger(second))
+    await asyncio.sleep(0.2)
+    task.cancel()  # the user marked the task failed: the triggerer cancels, then calls on_kill
+    await asyncio.gather(task, return_exceptions=True)
+    await second.on_kill()
+    await second.cleanup()
+    live = await in_thread(client.get, "batch/v1", "Job", "killme")
+    assert live is None or "foregroundDeletion" in live["metadata"].get("finalizers", [])
+    assert await in_thread(client.wait_gone, "batch/v1", "Job", "killme", None, 20)
+    assert await in_thread(client.pods_of, "Job", "killme") == []
+
+
+async def test_recreated_trigger_still_detects_completion(client: KubeClient, watches: WatchRegistry) -> None:
+    obj = await in_thread(
+        client.create, job("restart", "import time; time.sleep(1.5); print('done', flush=True)")
+    )
+    first = trigger_for(obj)
+    task = asyncio.create_task(run_trigger(first))
+    await until_running(client, "Job", "restart")
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    await first.cleanup()
+    classpath, kwargs = first.serialize()
+    assert classpath == "airflow_k8s_ml.triggers.workload.WorkloadTrigger"
+    event = await run_trigger(WorkloadTrigger(**kwargs))
+    assert event.outcome == "succeeded"
+
+
+async def test_pytorchjob_logs_are_prefixed_by_replica(
+    client: KubeClient, watches: WatchRegistry, capfd: pytest.CaptureFixture[str]
+) -> None:
+    def replica(code: str) -> dict[str, Any]:
+        container = {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", code]}
+        return {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
+
+    code = "import os; print('rank', os.environ['RANK'], flush=True)"
+    body = {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": "ddp"},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(code), "Worker": replica(code)}},
+    }
+    obj = await in_thread(client.create, body)
+    event = await run_trigger(trigger_for(obj))
+    assert event.outcome == "succeeded", event.message
+    lines = relayed(capfd.readouterr().out, r"\[(master-0|worker-0)\] rank (\d)")
+    assert lines == Counter({("master-0", "0"): 1, ("worker-0", "1"): 1})
+
+
+async def test_deployment_waits_for_the_rollout(client: KubeClient, watches: WatchRegistry) -> None:
+    container = {
+        "name": "web",
+        "image": "python:3.11",
+        "command": ["python", "-c", "import time; time.sleep(60)"],
+    }
+    body = {
+        "apiVersion": "apps/v1",
+        "kind": "Deployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 1,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [container]}},
+        },
+    }
+    obj = await in_thread(client.create, body)
+    status = {
+        "observedGeneration": 1,
+        "replicas": 1,
+        "updatedReplicas": 1,
+        "readyReplicas": 1,
+        "availableReplicas": 1,
+    }
+
+    async def roll_out() -> None:  # what the deployment controller reports once the new pod is available
+        await asyncio.sleep(0.3)
+        current = await in_thread(client.get, "apps/v1", "Deployment", "web")
+        if not (current or {}).get("status", {}).get("availableReplicas"):
+            await in_thread(
+                client.patch, "apps/v1", "Deployment", "web", None, {"status": status}, subresource="status"
+            )
+
+    roller = asyncio.create_task(roll_out())
+    event = await run_trigger(trigger_for(obj, deadlines={"overall": 20}))
+    await roller
+    assert event.outcome == "succeeded", event.message
+    assert event.state["reason"] == "RolledOut" and "successfully rolled out" in event.message

@@ -1,0 +1,152 @@
+"""WorkloadTrigger under API faults (429, 500, closed watches, 410 on resume), many triggers on shared
+watches, and a log relay whose connections are cut mid-stream. Each test has a cluster of its own."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+
+from airflow_k8s_ml.kube.async_client import close_all, get_kube
+from airflow_k8s_ml.kube.sync_client import KubeClient
+from airflow_k8s_ml.kube.watch import WatchRegistry, reset_registry
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.triggers.logs import LogRelay
+from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+from .workload_helpers import FAST_WATCH, complete, in_thread, job, metric, run_trigger, use_cluster
+
+COUNT_TO_TWELVE = "import time\nfor i in range(12):\n    print(f'tick {i}', flush=True); time.sleep(0.15)"
+
+
+@pytest.fixture()
+def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
+    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path)
+    client = KubeClient(namespace="default")
+    yield client
+    client.close()
+
+
+@pytest.fixture()
+async def watches() -> AsyncIterator[WatchRegistry]:
+    registry = reset_registry(FAST_WATCH)
+    yield registry
+    await registry.close()
+    await close_all()
+
+
+def trigger_for(obj: dict[str, Any], **kwargs: Any) -> WorkloadTrigger:
+    meta = obj["metadata"]
+    return WorkloadTrigger(
+        kind=obj["kind"],
+        name=meta["name"],
+        namespace=meta["namespace"],
+        uid=meta["uid"],
+        task_started_at=time.time(),
+        **kwargs,
+    )
+
+
+async def test_a_healthy_wait_survives_throttling_errors_and_dropped_watches(
+    client: KubeClient,
+    fresh_cluster: ClusterThread,
+    watches: WatchRegistry,
+    capfd: pytest.CaptureFixture[str],
+) -> None:
+    fresh_cluster.cluster.faults.configure(
+        {
+            "rules": [
+                {"verbs": "LIST", "resources": "*", "code": 429, "retry_after": 0, "share": 0.5, "limit": 4},
+                {"verbs": "WATCH", "resources": "*", "code": 500, "share": 0.5, "limit": 6},
+                {"verbs": "GET", "resources": "pods/log", "code": 503, "limit": 1},
+            ],
+            "close_watches_after": 0.3,
+            "expire_resumes": True,
+        }
+    )
+    obj = await in_thread(client.create, job("steady", COUNT_TO_TWELVE))
+    event = await run_trigger(trigger_for(obj))
+    assert event.outcome == "succeeded", event.message
+    lines = Counter(re.findall(r"\[steady-\w{5}\] tick (\d+)", capfd.readouterr().out))
+    assert sorted(lines, key=int) == [str(i) for i in range(12)] and set(lines.values()) == {1}
+    stats = [w.stats for w in watches.watches.values()]
+    assert not stats  # both shared watches stopped with their last waiter
+    assert await in_thread(metric, client, "apiserver_request_total", verb="WATCH", code="500") >= 1
+
+
+async def test_many_triggers_share_two_watches(client: KubeClient, watches: WatchRegistry) -> None:
+    names = [f"many-{i}" for i in range(30)]
+    objs = [await in_thread(client.create, job(name, "pass", suspend=True)) for name in names]
+    before = await in_thread(metric, client, "apiserver_request_total")
+    tasks = [asyncio.create_task(run_trigger(trigger_for(obj))) for obj in objs]
+    deadline = time.monotonic() + 10
+    while await in_thread(metric, client, "apiserver_registered_watchers") != 2:
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    assert {key.resource.plural for key in watches.watches} == {"jobs", "pods"}
+    for name in names:
+        await in_thread(complete, client, name, "default")
+    events = await asyncio.gather(*tasks)
+    assert [e.outcome for e in events] == ["succeeded"] * 30
+    requests = await in_thread(metric, client, "apiserver_request_total") - before
+    # 2 LIST + 2 WATCH for everybody, 30 status PATCHes by the test, and the /metrics reads of this test.
+    assert requests <= 2 + 2 + 30 + 200
+
+
+class CuttingLogs:
+    """A network that cuts every log stream after ``after`` seconds (the relay must resume after its
+    cursor; the overlap the server sends again, from the cursor's whole second, must be dropped)."""
+
+    def __init__(self, kube: Any, after: float) -> None:
+        self.kube = kube
+        self.after = after
+        self.opened = 0
+
+    async def stream(self, path: str, query: list[tuple[str, str]], **kwargs: Any) -> Any:
+        self.opened += 1
+        return _Cut(await self.kube.stream(path, query, **kwargs), self.after)
+
+
+class _Cut:
+    def __init__(self, response: Any, after: float) -> None:
+        self.response = response
+        self.content = self._lines(asyncio.get_running_loop().time() + after)
+
+    async def _lines(self, cut_at: float) -> AsyncIterator[bytes]:
+        async for line in self.response.content:
+            yield line
+            if asyncio.get_running_loop().time() >= cut_at:
+                raise ConnectionResetError("connection reset by peer")
+
+    def close(self) -> None:
+        self.response.close()
+
+
+async def test_log_relay_resumes_after_cuts_without_duplicates(
+    client: KubeClient, watches: WatchRegistry, caplog: pytest.LogCaptureFixture
+) -> None:
+    await in_thread(client.create, job("cut", COUNT_TO_TWELVE))
+    network = CuttingLogs(await get_kube(), after=0.4)
+    relay = LogRelay(network, "default", logging.getLogger("test.relay"), reconnect_delay=0.05)
+    caplog.set_level(logging.INFO, logger="test.relay")
+    deadline = time.monotonic() + 20
+    while True:  # feed the relay pod updates, as the trigger's pod watch does
+        pods = await in_thread(client.pods_of, "Job", "cut")
+        relay.update(pods)
+        if pods and pods[0]["status"].get("phase") == "Succeeded":
+            break
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.1)
+    await relay.drain(5)
+    await relay.close()
+    lines = Counter(m for m in caplog.messages if "tick" in m)
+    pod = pods[0]["metadata"]["name"]
+    assert lines == Counter({f"[{pod}] tick {i}": 1 for i in range(12)})
+    assert network.opened >= 3  # it was cut and resumed from the cursor, more than once
+    assert relay.last_lines(pod)[-1] == "tick 11"
