@@ -53,11 +53,6 @@ class AsyncKube:
         self._refresh_lock = asyncio.Lock()
         self.requests = 0  # for tests and benchmarks: HTTP requests sent through this client
 
-    @property
-    def default_namespace(self) -> str:
-        extras = getattr(self.hook, "_extras", None) or {}
-        return str(extras.get("namespace") or extras.get("extra__kubernetes__namespace") or "default")
-
     async def _refresh_credentials(self) -> None:
         """Reload the connection's config into the shared Configuration (exec plugins mint a new token)."""
         async with self._refresh_lock:

@@ -54,6 +54,8 @@ HEARTBEAT = 60.0
 #: How long finished containers' log streams may take to deliver their last lines before the event.
 LOG_DRAIN = 1.0
 KILL_TIMEOUT = 20.0
+#: How often to re-GET a workload the watch does not show (yet).
+REFETCH = 5.0
 
 
 def _uid(obj: Mapping[str, Any] | None) -> str:
@@ -234,7 +236,9 @@ class _Waiter:
         self.pods_sub: Subscription | None = None
         self.deadlines = Deadlines.from_payload(trigger.deadlines)
         self.clock = PhaseClock()
-        self.confirmed_missing = False
+        self.fetched: dict[str, Any] | None = None
+        self.fetched_at: float | None = None
+        self.warned_pods = False
 
     def sleep_for(self, now: float) -> float:
         """Until the next deadline, or the heartbeat; short while the watches are still listing."""
@@ -275,12 +279,16 @@ class _Waiter:
         return await self._check_deadlines(obj, state, pods)
 
     async def _workload(self) -> dict[str, Any] | None:
-        """The latest object; a GET confirms an absence (the watch may lag a just-created object)."""
+        """The latest object. Absent from the synced cache without having been seen deleted means the watch
+        may lag a just-created object: a GET decides (again at most every :data:`REFETCH` seconds)."""
         obj = self.workload.get(self.t.name)
-        if obj is not None or self.confirmed_missing:
+        if obj is not None or self.t.name in self.workload.tombstones:
             return obj
-        self.confirmed_missing = True
-        return await self.kube.get(self.t.resource, self.t.namespace, self.t.name)
+        now = time.monotonic()
+        if self.fetched_at is None or now - self.fetched_at >= REFETCH:
+            self.fetched_at = now
+            self.fetched = await self.kube.get(self.t.resource, self.t.namespace, self.t.name)
+        return self.fetched
 
     def _vanished(self) -> WorkloadEvent:
         """Gone: report its last state if that was terminal (deleted right after finishing, e.g. TTL 0)."""
@@ -308,6 +316,11 @@ class _Waiter:
                 from airflow_k8s_ml.triggers.logs import LogRelay
 
                 self.t._relay = LogRelay(self.kube, self.t.namespace, self.t.log, cursor=self.t.log_cursor)
+        if self.pods_sub.error is not None:
+            if not self.warned_pods:  # e.g. no RBAC to list pods: wait on the workload alone
+                self.warned_pods = True
+                self.t.log.warning("cannot watch pods of %s: %s", self.t._what(), self.pods_sub.error)
+            return []
         if not self.pods_sub.synced:
             return None
         uid = _uid(obj)
@@ -332,15 +345,16 @@ class _Waiter:
         phase = deadline_phase(state, pods)
         hint_since, hint_running = phase_hints(phase, obj, pods)
         self.clock.observe(phase, now, hint_since=hint_since, hint_running=hint_running)
-        expiry = check_deadlines(
-            self.deadlines,
-            now=now,
-            task_started_at=self.t.task_started_at,
-            phase=phase,
-            phase_since=self.clock.since,
-            running_since=self.clock.running_since,
-            reason=phase_reason(phase, state, pods),
-        )
+        times: dict[str, Any] = {
+            "now": now,
+            "task_started_at": self.t.task_started_at,
+            "phase": phase,
+            "phase_since": self.clock.since,
+            "running_since": self.clock.running_since,
+        }
+        expiry = check_deadlines(self.deadlines, **times)
+        if expiry is not None:  # only now say why (the reason reads every pod)
+            expiry = check_deadlines(self.deadlines, **times, reason=phase_reason(phase, state, pods))
         if expiry is None:
             return None
         return await self._expired(obj, state, pods, expiry)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import random
 import shutil
 import subprocess
 import sys
@@ -29,6 +30,9 @@ from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 pytest.importorskip("torch")
 
 SERVE = ["python", "-m", "airflow_k8s_ml.workloads.serve"]
+#: Pod IPs of concurrently running local clusters can coincide (each allocates from 127.42.0.1), so a
+#: per-session port keeps this module's probes and proxy calls on its own servers.
+PORT = random.randint(20000, 40000)
 SAMPLE = {"instances": [[0.0] * 64]}
 
 
@@ -108,6 +112,7 @@ def make(namespace: str, model_uri: str, **overrides: Any) -> InferenceDeploymen
         "image": "python:3.11",
         "command": SERVE,
         "replicas": 1,
+        "port": PORT,
         "deployment_options": {"probe_period_seconds": 1},
         "smoke_path": "/predict",
         "smoke_request": SAMPLE,

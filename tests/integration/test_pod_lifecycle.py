@@ -99,7 +99,10 @@ _READ_WHEN_THERE = (
 
 def test_sidecar_runs_alongside_and_stops_after_the_app(core: client.CoreV1Api, namespace: str) -> None:
     sidecar = _container(
-        "proxy", "import time; open('/shared/up', 'w').write('1'); time.sleep(60)", restartPolicy="Always"
+        "proxy",
+        "import os, time; open('/shared/tmp', 'w').write('1')\n"
+        "os.rename('/shared/tmp', '/shared/up'); time.sleep(60)",
+        restartPolicy="Always",
     )
     body = {
         "metadata": {"name": "sidecar"},

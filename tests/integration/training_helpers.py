@@ -23,8 +23,8 @@ import pytest
 class DictTaskStateStore:
     """``TaskStateStoreAccessor``'s interface over a dict (or a JSON file shared across processes)."""
 
-    def __init__(self, path: Path | None = None) -> None:
-        self.path = path
+    def __init__(self, path: Path | str | None = None) -> None:
+        self.path = Path(path) if path is not None else None
         self._data: dict[str, Any] = {}
 
     def _load(self) -> dict[str, Any]:

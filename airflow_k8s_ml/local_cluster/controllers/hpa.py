@@ -66,7 +66,7 @@ class HPAController(Controller):
     def __init__(self, cluster: LocalCluster) -> None:
         super().__init__(cluster)
         self.metrics = MetricsSource()
-        self._histories: dict[str, History] = {}
+        self._histories: dict[ObjKey, tuple[str, History]] = {}
         self._last_sync: dict[ObjKey, float] = {}
 
     def attach(self) -> None:
@@ -107,6 +107,7 @@ class HPAController(Controller):
         hpa = self.store.find(HPAS, key[0], key[1])
         if hpa is None:
             self._last_sync.pop(key, None)
+            self._histories.pop(key, None)
             return
         self._last_sync[key] = time.monotonic()
         status = copy.deepcopy(hpa.get("status") or {})
@@ -132,7 +133,7 @@ class HPAController(Controller):
         )
         scale = to_scale(target)
         current = int((scale.get("spec") or {}).get("replicas") or 0)
-        history = self._histories.setdefault(hpa["metadata"]["uid"], History())
+        history = self._history(hpa)
         if not history.recommendations:
             history.recommendations.append((current, now))
         minimum, maximum = int(spec.get("minReplicas") or 1), int(spec.get("maxReplicas") or 1)
@@ -180,6 +181,15 @@ class HPAController(Controller):
         else:
             desired = current
         _set_replicas_status(status, current, desired, statuses)
+
+    def _history(self, hpa: Obj) -> History:
+        """Upstream's in-memory recommendations and scale events, reset when the HPA is recreated."""
+        key = (hpa["metadata"]["namespace"], hpa["metadata"]["name"])
+        uid, history = self._histories.get(key, ("", History()))
+        if uid != hpa["metadata"]["uid"]:
+            history = History()
+            self._histories[key] = (hpa["metadata"]["uid"], history)
+        return history
 
     def _target(self, hpa: Obj, conditions: list[Obj], now: float) -> tuple[ResourceType, Obj] | None:
         ref = (hpa.get("spec") or {}).get("scaleTargetRef") or {}

@@ -1,9 +1,9 @@
 """Service admission: ``SetDefaults_Service``, ClusterIP / NodePort allocation, and validation.
 
 ClusterIPs come from 10.96.0.0/12 like a kubeadm cluster's, so ``kubectl get svc`` looks familiar, but they
-are display-only: nothing routes them on this machine (no kube-proxy). Clients reach pods through the pod
-IPs in the Endpoints, through the API server's service proxy, or (in pods) through ``<SVC>_SERVICE_HOST``
-pointing at a ready pod. Headless services (``clusterIP: None``) get no address, as upstream.
+are display-only: nothing routes them on this machine (no kube-proxy, no cluster DNS). Clients reach pods
+through the pod IPs in the Endpoints or through the API server's service proxy. Headless services
+(``clusterIP: None``) get no address, as upstream.
 """
 
 from __future__ import annotations

@@ -145,14 +145,13 @@ class PodWorker:
         self.publish()
         if self._rejected():
             return
-        if await self._setup():
-            deadline = self._deadline_timer()
-            try:
-                if await self._run_init():
-                    await self._run_main()
-            finally:
-                if deadline is not None:
-                    deadline.cancel()
+        deadline = self._deadline_timer()
+        try:
+            if await self._setup() and await self._run_init():
+                await self._run_main()
+        finally:
+            if deadline is not None:
+                deadline.cancel()
         await self._finish()
 
     def _rejected(self) -> bool:
@@ -256,6 +255,7 @@ class PodWorker:
             await task
 
     async def _finish(self) -> None:
+        self.kubelet.gpus.release(self.uid)  # before the terminal status lets the scheduler reuse them
         request = self.stopping
         if request is None or request.kind in ("removed", "shutdown"):
             self.terminal = request is None
@@ -303,9 +303,8 @@ class PodWorker:
                 phase, status["reason"], status["message"] = self.forced
             else:
                 phase = pod_phase(spec, self.init_states, self.main_states, self.terminal)
-                if phase in fit.TERMINAL_PHASES and any(s.running for s in (*self.init_states, *self.main_states)):
-                    # A terminal phase is reported only once every container (sidecars too) has stopped.
-                    phase = "Running"
+                if phase in fit.TERMINAL_PHASES and self._any_running():
+                    phase = "Running"  # terminal only once every container (sidecars too) has stopped
             status["phase"] = phase
             sandbox = self.sandbox and phase not in fit.TERMINAL_PHASES
             fresh = kubelet_conditions(spec, self.init_states, self.main_states, phase, sandbox)
@@ -323,6 +322,9 @@ class PodWorker:
         updated = self.kubelet.store.mutate(self.kubelet.pods_rt, self.namespace, self.name, apply)
         if updated is not None and updated["metadata"].get("uid") == self.uid:
             self.pod = updated
+
+    def _any_running(self) -> bool:
+        return any(s.running for s in (*self.init_states, *self.main_states))
 
     # -- how a container is launched ---------------------------------------------------------------
     def launch_spec(self, container: Obj) -> Launch:
