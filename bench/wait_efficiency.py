@@ -102,7 +102,8 @@ def scrape(client: KubeClient) -> Sample:
             r'^apiserver_longrunning_requests\{verb="WATCH",resource="(.*?)"\} (\S+)$', line
         )
         if match:
-            requests[match.group(1, 2, 3)] += int(float(match.group(4)))
+            verb, resource, code = match.group(1, 2, 3)
+            requests[(verb, resource, code)] += int(float(match.group(4)))
         elif open_watches:
             requests[("WATCH", open_watches.group(1), "open")] += int(float(open_watches.group(2)))
         elif line.startswith("apiserver_tcp_connections_total "):
@@ -238,7 +239,7 @@ async def run_phase(impl: str, n: int, client: KubeClient, hold: float, cncf_pol
     ]
     before = await asyncio.to_thread(scrape, client)
     done: dict[str, tuple[float, float]] = {}
-    stop, lags = asyncio.Event(), []
+    stop, lags = asyncio.Event(), list[float]()
     probe = asyncio.create_task(lag_probe(stop, lags))
     start = time.time()
     tasks = [
@@ -278,6 +279,7 @@ def _account(
     by_verb: Counter[str] = Counter()
     for (verb, _, _), count in waiters.items():
         by_verb[verb] += count
+    by_verb = +by_verb  # drop verbs whose requests netted to zero (a watch of an earlier phase ending)
     result = Result(impl, n, sum(waiters.values()), dict(by_verb), after.connections - before.connections)
     result.job_hours = sum(end - begin for begin, end in done.values()) / 3600
     result.latencies = [done[name][1] - sent[name] for name in done if name in sent]

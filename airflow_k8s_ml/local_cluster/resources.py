@@ -49,6 +49,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("", "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "eviction")),
     ResourceType("", "v1", "services", "Service", short_names=("svc",), subresources=("status", "proxy")),
     ResourceType("", "v1", "endpoints", "Endpoints", short_names=("ep",), subresources=(), categories=()),
+    ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", subresources=(), categories=()),
     ResourceType("", "v1", "events", "Event", short_names=("ev",), subresources=(), categories=()),
     ResourceType("", "v1", "configmaps", "ConfigMap", short_names=("cm",), subresources=(), categories=()),
     ResourceType("", "v1", "secrets", "Secret", subresources=(), categories=()),
@@ -100,6 +101,7 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "autoscaling": "v2",
     "policy": "v1",
     "networking.k8s.io": "v1",
+    "discovery.k8s.io": "v1",
     "kubeflow.org": "v1",
 }
 

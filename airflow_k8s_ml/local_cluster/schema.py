@@ -26,6 +26,7 @@ KIND_MODELS: dict[tuple[str, str], str] = {
     ("v1", "Pod"): "V1Pod",
     ("v1", "Service"): "V1Service",
     ("v1", "Endpoints"): "V1Endpoints",
+    ("discovery.k8s.io/v1", "EndpointSlice"): "V1EndpointSlice",
     ("v1", "Event"): "CoreV1Event",
     ("v1", "ConfigMap"): "V1ConfigMap",
     ("v1", "Secret"): "V1Secret",

@@ -26,7 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
 from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
-from airflow_k8s_ml.manifests.serving import MODEL_URI_LABEL, SELECTOR_LABEL
+from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, MODEL_URI_LABEL, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
 from airflow_k8s_ml.operators._serving import inference_spec, render_inference, resolve_model_uri, run_key
@@ -76,6 +76,25 @@ def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
         if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
             out[name] = PLACEHOLDER
     return out
+
+
+def pod_trouble(pod: Mapping[str, Any]) -> str | None:
+    """``pod_problem``, or a container that restarted after a non-zero exit (between crash-loop back-offs
+    the current instance looks healthy while it starts again)."""
+    from airflow_k8s_ml.status import pod_problem
+
+    problem = pod_problem(pod)
+    if problem:
+        return problem
+    for status in (pod.get("status") or {}).get("containerStatuses") or []:
+        last = (status.get("lastState") or {}).get("terminated") or {}
+        if status.get("restartCount") and last.get("exitCode") not in (None, 0):
+            reason = f" ({last['reason']})" if last.get("reason") else ""
+            return (
+                f"container {status.get('name')} restarted {status['restartCount']} time(s), "
+                f"last exit code {last['exitCode']}{reason}"
+            )
+    return None
 
 
 @dataclass(frozen=True)
@@ -388,9 +407,8 @@ class InferenceDeploymentOperator(BaseOperator):
     def _pods_report(self, client: KubeClient, deployment: Mapping[str, Any], revision: int) -> str:
         """What is wrong with the new revision's pods (crash loop, image pull...), with their last log lines
         in the task log: the failure message should say why, not only that the deadline passed."""
-        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.kube.serving_ops import previous_log_tail, replica_sets_of
         from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
-        from airflow_k8s_ml.status import pod_problem
 
         try:
             template_hash = revision_hash(replica_sets_of(client, deployment), revision)
@@ -401,12 +419,18 @@ class InferenceDeploymentOperator(BaseOperator):
             problems = []
             for pod in pods[:3]:
                 name = pod["metadata"]["name"]
-                problem = pod_problem(pod)
-                if problem:
-                    problems.append(f"pod {name}: {problem}")
-                tail = client.pod_log_tail(name, namespace, lines=10) if problem else ""
+                trouble = pod_trouble(pod)
+                if trouble is None:
+                    continue
+                last_line = ""
+                tail = previous_log_tail(client, name, namespace, INFERENCE_CONTAINER)
+                tail = tail or client.pod_log_tail(name, namespace, INFERENCE_CONTAINER, lines=10)
                 for line in tail.splitlines():
                     self.log.error("[%s] %s", name, line)
+                    last_line = line.strip() or last_line
+                problems.append(
+                    f"pod {name}: {trouble}" + (f"; last log line: {last_line[:300]}" if last_line else "")
+                )
             return f"; {'; '.join(problems)}" if problems else ""
         except Exception as exc:  # diagnostics must never hide the real failure
             self.log.warning("could not read the pods of revision %d: %s", revision, exc)

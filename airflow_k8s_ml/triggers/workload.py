@@ -242,7 +242,8 @@ class _Waiter:
 
     def sleep_for(self, now: float) -> float:
         """Until the next deadline, or the heartbeat; short while the watches are still listing."""
-        if not self.workload.synced or (self.pods_sub is not None and not self.pods_sub.synced):
+        pods_listing = self.pods_sub is not None and not self.pods_sub.synced and self.pods_sub.error is None
+        if not self.workload.synced or pods_listing:
             return 1.0
         if self.clock.phase is None or self.deadlines.is_empty():
             return HEARTBEAT

@@ -1,29 +1,27 @@
 """BatchInferenceCronJobOperator against the local cluster: idempotent apply, validation before any API call,
 and a run-now Job that really scores the seeded batches with ``workloads.batch_predict``.
 
-The operator runs as Airflow would run it: ``execute`` (raising ``TaskDeferred``), the handed-over trigger
-revived from its serialized form and run to its event, then the deferred method with that event.
+The operator runs as Airflow would run it (``serving_helpers.run_task``): ``execute`` (raising
+``TaskDeferred``), the handed-over trigger revived from its serialized form and run to its event, then the
+deferred method with that event.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import subprocess
 import sys
 from datetime import UTC, datetime
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.manifests.cron import TZ_IN_SCHEDULE_MESSAGE, next_schedule_time
 from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
+from tests.integration.serving_helpers import context, kube_conn, run_task  # noqa: F401 (fixture)
 
 pytest.importorskip("torch")
 
@@ -56,44 +54,6 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-@pytest.fixture()
-def conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
-    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
-    )
-    return "kubernetes_default"
-
-
-def context(run_id: str = "manual__2024-06-01T00:00:00+00:00", try_number: int = 1) -> dict[str, Any]:
-    ti = SimpleNamespace(
-        dag_id="nightly", task_id="batch", run_id=run_id, map_index=-1, try_number=try_number
-    )
-    return {"ti": ti}
-
-
-async def _event(trigger: Any, timeout: float) -> dict[str, Any]:
-    from airflow_k8s_ml.kube.async_client import close_all
-
-    async def first() -> dict[str, Any]:
-        async for event in trigger.run():
-            return dict(event.payload)
-        raise AssertionError("trigger ended without an event")
-
-    try:
-        return await asyncio.wait_for(first(), timeout)
-    finally:
-        await close_all()
-
-
-def run_deferred(op: Any, ctx: dict[str, Any], deferred: TaskDeferred, timeout: float = 60) -> Any:
-    classpath, kwargs = deferred.trigger.serialize()
-    assert classpath.endswith("WorkloadTrigger")
-    revived = type(deferred.trigger)(**kwargs)  # what the triggerer does
-    payload = asyncio.run(_event(revived, timeout))
-    return getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
-
-
 def make(
     namespace: str, seeded: dict[str, str], out: Path, **overrides: Any
 ) -> BatchInferenceCronJobOperator:
@@ -113,14 +73,15 @@ def make(
     return BatchInferenceCronJobOperator(**{**args, **overrides})
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_cronjob_is_applied_idempotently_and_updated_in_place(
-    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+    namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
 ) -> None:
     from kubernetes import client
 
     batch = client.BatchV1Api(api_client)
     before = datetime.now(UTC)
-    first = make(namespace, seeded, tmp_path).execute(context())
+    first = make(namespace, seeded, tmp_path).execute(context("batch"))
     assert first["action"] == "created" and first["cronjob"] == "digits-nightly"
     expected_next = next_schedule_time("30 2 * * *", "Europe/Berlin", before)
     assert first["next_schedule_time"] == expected_next.isoformat()  # type: ignore[union-attr]
@@ -130,17 +91,18 @@ def test_cronjob_is_applied_idempotently_and_updated_in_place(
     env = {e.name: e.value for e in live.spec.job_template.spec.template.spec.containers[0].env}
     assert env["MODEL_URI"] == seeded["model_uri"] and env["OUTPUT_URI"] == f"file://{tmp_path}/"
 
-    second = make(namespace, seeded, tmp_path).execute(context())
+    second = make(namespace, seeded, tmp_path).execute(context("batch"))
     assert second["action"] == "unchanged" and second["uid"] == first["uid"]
 
-    third = make(namespace, seeded, tmp_path, schedule="0 4 * * *", suspend=True).execute(context())
+    third = make(namespace, seeded, tmp_path, schedule="0 4 * * *", suspend=True).execute(context("batch"))
     assert third["action"] == "configured" and third["uid"] == first["uid"]
     assert third["next_schedule_time"] is None and third["suspend"] is True
     assert batch.read_namespaced_cron_job("digits-nightly", namespace).spec.schedule == "0 4 * * *"
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_tz_in_schedule_fails_before_any_api_call_with_the_api_servers_message(
-    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+    namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
 ) -> None:
     from kubernetes import client
 
@@ -148,7 +110,7 @@ def test_tz_in_schedule_fails_before_any_api_call_with_the_api_servers_message(
     op = make(namespace, seeded, tmp_path, schedule="{{ params.schedule }}")
     op.schedule = "TZ=Europe/Berlin 30 2 * * *"  # what the template renders to
     with pytest.raises(ValidationError) as info:
-        op.execute(context())
+        op.execute(context("batch"))
     assert info.value.field == "schedule" and info.value.message == TZ_IN_SCHEDULE_MESSAGE
     assert batch.list_namespaced_cron_job(namespace).items == []
 
@@ -175,16 +137,14 @@ def test_tz_in_schedule_fails_before_any_api_call_with_the_api_servers_message(
     assert any(c["message"].endswith(TZ_IN_SCHEDULE_MESSAGE) for c in causes), causes
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_run_now_creates_a_manual_job_like_kubectl_and_returns_its_result(
-    conn: str, namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
+    namespace: str, api_client: Any, seeded: dict[str, str], tmp_path: Path
 ) -> None:
     from kubernetes import client
 
     op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, startup_timeout=30)
-    ctx = context()
-    with pytest.raises(TaskDeferred) as deferred:
-        op.execute(ctx)
-    result = run_deferred(op, ctx, deferred.value, timeout=90)
+    result = run_task(op, context("batch"), timeout=90, kind="Job")
 
     job = result["manual_job"]
     assert result["action"] == "created" and result["next_schedule_time"]
@@ -206,5 +166,5 @@ def test_run_now_creates_a_manual_job_like_kubectl_and_returns_its_result(
     assert live.metadata.labels["airflow-k8s-ml/attempt"] == "1"
 
     # A retry of the same task instance returns the succeeded Job's result instead of running it again.
-    again = make(namespace, seeded, tmp_path, run_now=True).execute(context(try_number=2))
+    again = make(namespace, seeded, tmp_path, run_now=True).execute(context("batch", try_number=2))
     assert again["action"] == "unchanged" and again["manual_job"]["name"] == job["name"]

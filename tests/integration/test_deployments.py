@@ -196,19 +196,22 @@ def test_scale_subresource_and_kubectl_scale(
     assert rs_scale.status.selector == f"app=web,pod-template-hash={rs.metadata.labels['pod-template-hash']}"
 
 
-def test_recreate_stops_old_pods_before_starting_new(
+def test_recreate_stops_old_pods_first_and_history_limit_prunes(
     apps: client.AppsV1Api, core: client.CoreV1Api, namespace: str
 ) -> None:
-    body = echo_deployment("web", strategy={"type": "Recreate"})
+    body = echo_deployment("web", strategy={"type": "Recreate"}, revisionHistoryLimit=0)
     apps.create_namespaced_deployment(namespace, body)
     _available(apps, namespace, "web")
+    old = apps.list_namespaced_replica_set(namespace).items[0].metadata.name
     apps.patch_namespaced_deployment(
         "web", namespace, {"spec": {"template": {"spec": {"containers": [echo_container("v2")]}}}}
     )
     deployment = _available(apps, namespace, "web")
     assert deployment.spec.strategy.rolling_update is None
-    revisions = _replicasets(apps, namespace)
-    old, new = revisions["1"].metadata.name, revisions["2"].metadata.name
+    revisions = wait_for(
+        lambda: _replicasets(apps, namespace), lambda rss: set(rss) == {"2"}, what="revision 1 pruned"
+    )
+    new = revisions["2"].metadata.name
     messages = [m for _, reason, m in events(core, namespace, "web") if reason == "ScalingReplicaSet"]
     assert messages.index(f"Scaled down replica set {old} from 2 to 0") < messages.index(
         f"Scaled up replica set {new} from 0 to 2"

@@ -1,14 +1,14 @@
 """InferenceDeploymentOperator against the local cluster with the real model server (``workloads.serve``).
 
-Each scenario runs the operator as Airflow would: ``execute`` (``TaskDeferred``), the trigger revived from
-its serialized form and run to its event, then the deferred method. A background poller calls the Service
+Each scenario runs the operator as Airflow would (``serving_helpers.run_task``): ``execute``
+(``TaskDeferred``), the trigger revived from its serialized form and run to its event, then the deferred
+method. A background poller calls the Service
 through the API server's proxy all along, to show that a ready replica answered at every moment and which
 model it was.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
@@ -17,15 +17,13 @@ import subprocess
 import sys
 import threading
 import time
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from tests.integration.serving_helpers import context, kube_conn, run_task  # noqa: F401 (fixture)
 
 pytest.importorskip("torch")
 
@@ -55,52 +53,6 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
         "b": f"file://{root}/b/step-1/",
         "missing": f"file://{root}/missing/step-9/",
     }
-
-
-@pytest.fixture()
-def conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
-    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
-    )
-    return "kubernetes_default"
-
-
-def context(run_id: str = "manual__2024-06-01T00:00:00+00:00") -> dict[str, Any]:
-    ti = SimpleNamespace(dag_id="nightly", task_id="deploy", run_id=run_id, map_index=-1, try_number=1)
-    pushed: dict[str, Any] = {}
-    ti.xcom_push = lambda key, value: pushed.__setitem__(key, value)
-    return {"ti": ti, "pushed": pushed}
-
-
-async def _event(trigger: Any, timeout: float) -> dict[str, Any]:
-    from airflow_k8s_ml.kube.async_client import close_all
-
-    async def first() -> dict[str, Any]:
-        async for event in trigger.run():
-            return dict(event.payload)
-        raise AssertionError("trigger ended without an event")
-
-    try:
-        return await asyncio.wait_for(first(), timeout)
-    finally:
-        await close_all()
-
-
-def run_task(op: InferenceDeploymentOperator, ctx: dict[str, Any], timeout: float = 60) -> Any:
-    """execute, then every deferral in turn (the rollback defers a second time) until a result or error."""
-    try:
-        return op.execute(ctx)
-    except TaskDeferred as first:
-        deferred = first
-    while True:
-        classpath, kwargs = deferred.trigger.serialize()
-        assert classpath.endswith("WorkloadTrigger") and kwargs["kind"] == "Deployment"
-        payload = asyncio.run(_event(type(deferred.trigger)(**kwargs), timeout))
-        try:
-            return getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
-        except TaskDeferred as again:
-            deferred = again
 
 
 def make(namespace: str, model_uri: str, **overrides: Any) -> InferenceDeploymentOperator:
@@ -187,10 +139,11 @@ def deployment(api_client: Any, namespace: str) -> Any:
     return client.AppsV1Api(api_client).read_namespaced_deployment("digits", namespace)
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_deploy_rerun_and_roll_back_a_broken_model(
-    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+    namespace: str, api_client: Any, models: dict[str, str]
 ) -> None:
-    first = run_task(make(namespace, models["a"]), context())
+    first = run_task(make(namespace, models["a"]), context("deploy"), kind="Deployment")
     assert first["revision"] == 1 and first["model_uri"] == models["a"]
     assert first["changes"] == {"Deployment": "created", "Service": "created"}
     assert first["smoke"]["ok"] and first["smoke"]["readiness"]["status"] == 200
@@ -200,11 +153,11 @@ def test_deploy_rerun_and_roll_back_a_broken_model(
     assert live.metadata.annotations["airflow-k8s-ml/model-uri"] == models["a"]
     assert live.metadata.labels["airflow-k8s-ml/dag-id"] == "nightly"
 
-    rerun = run_task(make(namespace, models["a"]), context())
+    rerun = run_task(make(namespace, models["a"]), context("deploy"))
     assert rerun["revision"] == 1 and set(rerun["changes"].values()) == {"unchanged"}
     assert len(replica_sets(api_client, namespace)) == 1
 
-    ctx = context()
+    ctx = context("deploy")
     broken = make(
         namespace,
         models["missing"],
@@ -216,7 +169,9 @@ def test_deploy_rerun_and_roll_back_a_broken_model(
     message = str(failed.value)
     headline = 'rollout of revision 2 failed (ProgressDeadlineExceeded): deployment "digits" exceeded its'
     assert message.startswith(f"{headline} progress deadline")
-    assert "container server: CrashLoopBackOff" in message  # why: the model does not load
+    # ...and why: the new pods crash because the model does not load.
+    assert "container server" in message and "exit code 1" in message
+    assert "has no MANIFEST.json" in message
     assert f"rolled back: revision 3 (the template of revision 1, model {models['a']}) is serving" in message
     assert poller.failures() == [] and poller.models() == [models["a"]] and len(poller.answers) >= 10
     assert ctx["pushed"]["rollback"]["serving_revision"] == 3 and ctx["pushed"]["rollback"]["healthy"]
@@ -228,16 +183,17 @@ def test_deploy_rerun_and_roll_back_a_broken_model(
     )
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_new_model_rolls_out_without_a_gap_and_a_smoke_mismatch_rolls_back(
-    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+    namespace: str, api_client: Any, models: dict[str, str]
 ) -> None:
-    assert run_task(make(namespace, models["a"]), context())["revision"] == 1
+    assert run_task(make(namespace, models["a"]), context("deploy"))["revision"] == 1
     with Poller(namespace) as poller:
-        second = run_task(make(namespace, models["b"]), context())
+        second = run_task(make(namespace, models["b"]), context("deploy"))
     assert second["revision"] == 2 and second["changes"]["Deployment"] == "configured"
     assert poller.failures() == [] and poller.models() == [models["a"], models["b"]]
 
-    ctx = context()
+    ctx = context("deploy")
     mismatch = make(namespace, models["a"], expected_response={"model_uri": "file:///elsewhere/"})
     with pytest.raises(WorkloadFailed) as failed:
         run_task(mismatch, ctx)
@@ -249,12 +205,13 @@ def test_new_model_rolls_out_without_a_gap_and_a_smoke_mismatch_rolls_back(
     assert f"rolled back: revision 4 (the template of revision 2, model {models['b']}) is serving" in message
 
 
+@pytest.mark.usefixtures("kube_conn")
 def test_first_deploy_that_never_becomes_ready_is_left_in_place_and_fails_clearly(
-    conn: str, namespace: str, api_client: Any, models: dict[str, str]
+    namespace: str, api_client: Any, models: dict[str, str]
 ) -> None:
     op = make(namespace, models["missing"], rollout_timeout=4)
     with pytest.raises(DeadlineExceeded) as failed:
-        run_task(op, context())
+        run_task(op, context("deploy"))
     message = str(failed.value)
     assert message.startswith("rollout of revision 1 did not finish: overall deadline 4s exceeded")
     assert f"nothing to roll back to: this was the first revision of deployment {namespace}/digits" in message

@@ -11,7 +11,7 @@ from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 
-from .deploy_helpers import echo_container, raw_request, wait_for
+from .deploy_helpers import echo_container, kubectl, raw_request, wait_for
 
 
 def _echo_pod(
@@ -116,6 +116,33 @@ def test_endpoints_split_ready_and_unready_pods(core: client.CoreV1Api, namespac
         lambda names: "echo" not in names,
         what="endpoints deleted with the service",
     )
+
+
+def test_endpoint_slices_follow_pods_and_kubectl_describe_shows_them(
+    api_client: client.ApiClient, core: client.CoreV1Api, cluster: ClusterThread, namespace: str
+) -> None:
+    discovery = client.DiscoveryV1Api(api_client)
+    core.create_namespaced_service(namespace, _service("echo"))
+    core.create_namespaced_pod(namespace, _echo_pod("echo-1"))
+    ip = _ready(core, namespace, "echo-1").status.pod_ip
+
+    def slices() -> list[client.V1EndpointSlice]:
+        return discovery.list_namespaced_endpoint_slice(
+            namespace, label_selector="kubernetes.io/service-name=echo"
+        ).items
+
+    (found,) = wait_for(slices, lambda items: len(items) == 1 and bool(items[0].endpoints))
+    assert found.metadata.name.startswith("echo-") and found.address_type == "IPv4"
+    assert found.metadata.owner_references[0].kind == "Service"
+    assert [(p.name, p.port) for p in found.ports] == [("", 8080)]
+    (endpoint,) = found.endpoints
+    assert endpoint.addresses == [ip] and endpoint.conditions.ready and endpoint.target_ref.name == "echo-1"
+    described = kubectl(cluster, "describe", "service", "echo", "-n", namespace)
+    assert described.returncode == 0, described.stderr
+    assert f"Endpoints:                {ip}:8080" in described.stdout
+
+    core.delete_namespaced_service("echo", namespace)
+    wait_for(slices, lambda items: not items, what="slices collected with their service")
 
 
 def test_service_proxy_forwards_get_and_post_round_robin(

@@ -38,6 +38,7 @@ from .training_helpers import (
     py,
     resume,
     revive,
+    run_async,
     run_task,
     wait_for,
 )
@@ -281,9 +282,10 @@ def test_kill_while_deferred_deletes_the_job(batch: Any, core: Any, namespace: s
         while running_pod(core, namespace) is None:
             await asyncio.sleep(0.1)
         waiting.cancel()  # what the triggerer does when the user marks the task failed ...
+        await asyncio.gather(waiting, return_exceptions=True)
         await trigger.on_kill()  # ... then asks the trigger to stop the external work
 
-    asyncio.run(kill_while_waiting())
+    run_async(kill_while_waiting())
     wait_for(lambda: not jobs(batch, namespace) and not pods(core, namespace), timeout=30)
 
 

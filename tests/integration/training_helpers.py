@@ -89,19 +89,27 @@ def revive(trigger: Any) -> Any:
 
 
 async def first_event(trigger: Any) -> dict[str, Any]:
+    async for event in trigger.run():
+        return dict(event.payload)
+    raise AssertionError("trigger ended without an event")
+
+
+def run_async(coroutine: Any) -> Any:
+    """``asyncio.run`` that closes the loop's shared Kubernetes clients before the loop goes away."""
     from airflow_k8s_ml.kube.async_client import close_all
 
-    try:
-        async for event in trigger.run():
-            return dict(event.payload)
-        raise AssertionError("trigger ended without an event")
-    finally:
-        await close_all()
+    async def main() -> Any:
+        try:
+            return await coroutine
+        finally:
+            await close_all()
+
+    return asyncio.run(main())
 
 
 def resume(op: Any, deferred: Any, context: dict[str, Any]) -> Any:
     """Run the deferral's trigger to its event and hand it to the operator, as the task runner would."""
-    payload = asyncio.run(first_event(revive(deferred.trigger)))
+    payload = run_async(first_event(revive(deferred.trigger)))
     return op.resume_execution(deferred.method_name, {**(deferred.kwargs or {}), "event": payload}, context)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from airflow_k8s_ml.local_cluster import errors
 from airflow_k8s_ml.local_cluster.controllers.endpoints import endpoints_for, find_port
+from airflow_k8s_ml.local_cluster.controllers.endpointslices import plan
 from airflow_k8s_ml.local_cluster.controllers.service_admission import Allocator, admit_service
 from airflow_k8s_ml.local_cluster.controllers.service_proxy import raw_subpath, split_scheme_name_port
 
@@ -138,3 +139,37 @@ def test_proxy_ids_and_paths() -> None:
         split_scheme_name_port("ftp:web:21")
     assert raw_subpath("/api/v1/namespaces/ns/services/web:80/proxy/a%2Fb/c?x=1") == "/a%2Fb/c"
     assert raw_subpath("/api/v1/namespaces/ns/services/proxy:80/proxy/") == "/"
+
+
+def test_endpoint_slices_group_ports_and_keep_terminating_pods() -> None:
+    svc = {**admit_service(allocator())(service(), None), "apiVersion": "v1", "kind": "Service"}
+    svc["metadata"]["uid"] = "svc-uid"
+    pods = [
+        pod("a", "127.42.0.2"),
+        pod("b", "127.42.0.1", port=9090),
+        pod("c", "127.42.0.3", ready=False),
+        pod("leaving", "127.42.0.9", deletionTimestamp="2024-01-01T00:00:00Z"),
+    ]
+    creates, updates, deletes = plan(svc, pods, [])
+    assert not updates and not deletes
+    by_port = {s["ports"][0]["port"]: s for s in creates}
+    assert set(by_port) == {8080, 9090}
+    first = by_port[8080]
+    assert first["metadata"]["generateName"] == "web-" and first["addressType"] == "IPv4"
+    assert first["metadata"]["labels"] == {
+        "kubernetes.io/service-name": "web",
+        "endpointslice.kubernetes.io/managed-by": "endpointslice-controller.k8s.io",
+    }
+    assert first["metadata"]["ownerReferences"][0]["kind"] == "Service"
+    assert first["ports"] == [{"name": "", "port": 8080, "protocol": "TCP"}]
+    conditions = {e["targetRef"]["name"]: e["conditions"] for e in first["endpoints"]}
+    assert conditions == {
+        "a": {"ready": True, "serving": True, "terminating": False},
+        "c": {"ready": False, "serving": False, "terminating": False},
+        "leaving": {"ready": False, "serving": True, "terminating": True},
+    }
+    existing = {**by_port[9090], "metadata": {**by_port[9090]["metadata"], "name": "web-x"}}
+    creates, updates, deletes = plan(svc, pods[1:2], [existing])
+    assert (creates, updates, deletes) == ([], [], [])
+    creates, updates, deletes = plan(svc, [], [existing])
+    assert len(updates) == 0 and deletes == [existing] and creates[0]["endpoints"] == []  # placeholder slice

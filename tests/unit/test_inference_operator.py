@@ -135,3 +135,40 @@ print(",".join(sorted(m for m in heavy if m in sys.modules)))
         [sys.executable, "-c", script], capture_output=True, text=True, check=True, timeout=120
     )
     assert out.stdout.strip() == ""
+
+
+def test_pod_ip_comes_from_the_downward_api_unless_the_user_sets_it() -> None:
+    env = inference_spec({**BASE}).pod.field_env
+    assert env == {"POD_IP": "status.podIP"}
+    mine = inference_spec({**BASE, "env": {"POD_IP": "0.0.0.0"}}).pod
+    assert "POD_IP" not in mine.field_env and mine.env["POD_IP"] == "0.0.0.0"
+
+
+def test_pod_trouble_sees_a_crash_loop_between_back_offs() -> None:
+    from airflow_k8s_ml.operators.inference import pod_trouble
+
+    restarting = {
+        "status": {
+            "phase": "Running",
+            "containerStatuses": [
+                {
+                    "name": "server",
+                    "state": {"running": {"startedAt": "2024-06-01T00:00:05Z"}},
+                    "lastState": {"terminated": {"exitCode": 1, "reason": "Error"}},
+                    "restartCount": 2,
+                }
+            ],
+        }
+    }
+    assert pod_trouble(restarting) == "container server restarted 2 time(s), last exit code 1 (Error)"
+    healthy = {"status": {"phase": "Running", "containerStatuses": [{"name": "server", "restartCount": 0}]}}
+    assert pod_trouble(healthy) is None
+
+
+def test_service_proxy_path() -> None:
+    from airflow_k8s_ml.kube.serving_ops import service_proxy_path
+
+    assert service_proxy_path("ml", "digits", "http", "/predict") == (
+        "/api/v1/namespaces/ml/services/digits:http/proxy/predict"
+    )
+    assert service_proxy_path("ml", "digits", 80, "readyz").endswith("/services/digits:80/proxy/readyz")

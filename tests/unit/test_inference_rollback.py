@@ -131,3 +131,10 @@ def test_skip_list_is_kubectls() -> None:
         "deployment.kubernetes.io/max-replicas",
         "deprecated.deployment.rollback.to",
     } == ANNOTATIONS_TO_SKIP
+
+
+def test_revision_hash_selects_the_pods_of_a_revision() -> None:
+    from airflow_k8s_ml.operators._rollback import revision_hash
+
+    rss = [_rs("m-aaa", "1", V1), _rs("m-bbb", "2", V2)]
+    assert revision_hash(rss, 2) == "bbb" and revision_hash(rss, 5) is None

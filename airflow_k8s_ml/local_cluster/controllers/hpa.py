@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
+from ..meta import rfc3339
 from ..resources import ResourceType, by_kind, lookup
 from ..selectors import SelectorError, parse_label_selector
 from ..store import Change, Obj
@@ -177,7 +178,7 @@ class HPAController(Controller):
             if not self._rescale(hpa, rt, target, desired, reason, conditions, status, statuses, now):
                 return
             record_scale_event(history, spec.get("behavior"), current, desired, now)
-            status["lastScaleTime"] = _stamp(now)
+            status["lastScaleTime"] = rfc3339(now)
         else:
             desired = current
         _set_replicas_status(status, current, desired, statuses)
@@ -340,12 +341,6 @@ class HPAController(Controller):
 
     def _event(self, hpa: Obj, type_: str, reason: str, message: str) -> None:
         self.cluster.events.record(hpa, type_, reason, message, COMPONENT)
-
-
-def _stamp(now: float) -> str:
-    from ..meta import rfc3339
-
-    return rfc3339(now)
 
 
 def _set_replicas_status(status: Obj, current: int, desired: int, statuses: list[Obj]) -> None:

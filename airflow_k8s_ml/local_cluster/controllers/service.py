@@ -1,9 +1,11 @@
-"""Services: admission (defaults, ClusterIP allocation), the endpoints controller, and the service proxy.
+"""Services: admission (defaults, ClusterIP allocation), the endpoints and endpointslice controllers, and the
+service proxy.
 
 The endpoints controller keeps one Endpoints object per Service with a selector (Services without one keep
-user-managed Endpoints, as upstream) and deletes it with the Service. A pod change wakes only the Services
-of its namespace whose selector matches its old or new labels. The proxy handlers live in
-:mod:`.service_proxy`; this controller registers them and closes their client session on stop.
+user-managed Endpoints, as upstream) and deletes it with the Service; the EndpointSlices of the same pods
+are kept next to it (:mod:`.endpointslices`) and go with the Service through their ownerReference. A pod
+change wakes only the Services of its namespace whose selector matches its old or new labels. The proxy
+handlers live in :mod:`.service_proxy`; this controller registers them and closes their session on stop.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..selectors import label_selector_from_set
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .endpoints import endpoints_for
+from .endpointslices import MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, plan
 from .service_admission import Allocator, admit_service
 from .service_proxy import ProxyHandlers
 
@@ -33,6 +36,7 @@ def _rt(group: str, version: str, plural: str) -> ResourceType:
 SERVICES = _rt("", "v1", "services")
 ENDPOINTS = _rt("", "v1", "endpoints")
 PODS = _rt("", "v1", "pods")
+ENDPOINT_SLICES = lookup("discovery.k8s.io", "v1", "endpointslices")
 
 
 class ServiceController(Controller):
@@ -85,8 +89,10 @@ class ServiceController(Controller):
             return
         if not (service.get("spec") or {}).get("selector") or service["metadata"].get("deletionTimestamp"):
             return
-        wanted = endpoints_for(service, list(self.store.iter(PODS, namespace)))
-        self._apply(wanted)
+        pods = list(self.store.iter(PODS, namespace))
+        self._apply(endpoints_for(service, pods))
+        if ENDPOINT_SLICES is not None:
+            self._apply_slices(ENDPOINT_SLICES, service, pods)
 
     def _apply(self, wanted: Obj) -> None:
         meta = wanted["metadata"]
@@ -111,6 +117,35 @@ class ServiceController(Controller):
                 obj.pop("subsets", None)
 
         self.store.mutate(ENDPOINTS, meta["namespace"], meta["name"], put)
+
+    def _apply_slices(self, rt: ResourceType, service: Obj, pods: list[Obj]) -> None:
+        namespace, name = service["metadata"]["namespace"], service["metadata"]["name"]
+        existing = [
+            s
+            for s in self.store.iter(rt, namespace)
+            if (s["metadata"].get("labels") or {}).get(SERVICE_NAME_LABEL) == name
+            and (s["metadata"].get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
+        ]
+        creates, updates, deletes = plan(service, pods, existing)
+        for body in creates:
+            try:
+                self.store.create(rt, body)
+            except errors.ApiError as exc:
+                if exc.code not in (403, 404, 409):
+                    raise
+        for current, wanted in updates:
+
+            def put(obj: Obj, wanted: Obj = wanted) -> None:
+                obj["metadata"]["labels"] = wanted["metadata"]["labels"]
+                obj["endpoints"] = wanted["endpoints"]
+
+            self.store.mutate(rt, namespace, current["metadata"]["name"], put)
+        for stale in deletes:
+            try:
+                self.store.delete(rt, namespace, stale["metadata"]["name"])
+            except errors.ApiError as exc:
+                if exc.code != 404:
+                    raise
 
     def _delete_endpoints(self, namespace: str, name: str) -> None:
         try:
