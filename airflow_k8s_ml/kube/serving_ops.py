@@ -22,6 +22,7 @@ from airflow_k8s_ml.manifests.batch import job_from_cronjob
 
 __all__ = [
     "ProxyResponse",
+    "apply_object",
     "create_job_from_cronjob",
     "previous_log_tail",
     "proxy_request",
@@ -89,6 +90,40 @@ def proxy_request(
         raise
     data = response.data or b""
     return ProxyResponse(int(response.status), data.decode("utf-8", "replace"))
+
+
+#: Metadata the server changes on any write (status included), so it says nothing about *our* fields.
+_VOLATILE_METADATA = ("resourceVersion", "managedFields", "generation")
+
+
+def _desired_view(obj: Mapping[str, Any]) -> dict[str, Any]:
+    """The object without status and write-bookkeeping: what an apply can change."""
+    view = {k: v for k, v in obj.items() if k != "status"}
+    view["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
+    return view
+
+
+def apply_object(client: KubeClient, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+    """Create, or server-side apply, and say ``created`` | ``configured`` | ``unchanged``.
+
+    Why not :meth:`KubeClient.apply` alone: it calls an apply "unchanged" when the resourceVersion did not
+    move, but a controller writing *status* between its read and its patch (an HPA every sync, a Deployment
+    scaling) moves it too, so a no-op re-apply is reported "configured". Here the decision compares the
+    object without status and bookkeeping before and after the apply.
+    """
+    meta = obj.get("metadata") or {}
+    api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
+    namespace = meta.get("namespace")
+    current = client.get(api_version, kind, name, namespace)
+    if current is None:
+        try:
+            return client.create(obj), "created"
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+            current = client.get(api_version, kind, name, namespace) or {}
+    applied = client.patch(api_version, kind, name, namespace, dict(obj), patch_type="apply")
+    return applied, "unchanged" if _desired_view(current) == _desired_view(applied) else "configured"
 
 
 def _selector(labels: Mapping[str, str]) -> str:

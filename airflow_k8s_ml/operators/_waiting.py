@@ -12,6 +12,7 @@ the clients and the classifiers are imported inside the functions.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -28,7 +29,16 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.triggers.events import WorkloadEvent
     from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
-__all__ = ["WaitSettings", "delete_and_wait", "evaluate_once", "poll_until_done", "raise_for_event"]
+__all__ = [
+    "WaitSettings",
+    "delete_and_wait",
+    "evaluate_once",
+    "poll_until_done",
+    "raise_for_event",
+    "with_diagnostics",
+]
+
+_log = logging.getLogger(__name__)
 
 #: How long a deadline expiry waits for the Foreground deletion to finish (pods gone) before failing anyway.
 DELETE_WAIT_SECONDS = 60.0
@@ -134,14 +144,18 @@ def _event(
 
 
 def _diagnose(
-    client: KubeClient, obj: Mapping[str, Any], pods: list[dict[str, Any]], lines: int
+    client: KubeClient, obj: Mapping[str, Any], pods: list[dict[str, Any]], lines: int, *, every_pod: bool
 ) -> tuple[list[dict[str, Any]], list[str]]:
-    """The trigger's diagnostics, read synchronously: failed pods with last lines, Warning events."""
+    """The trigger's diagnostics, read synchronously: failed pods (``every_pod``: all pods, failed first -
+    on a deadline the healthy ones' last lines show how far the work got) with last lines, Warning events."""
     from airflow_k8s_ml.triggers.diagnostics import MAX_PODS, failed_pods, pod_report
 
     namespace = str((obj.get("metadata") or {}).get("namespace"))
+    chosen = failed_pods(pods)
+    if every_pod:
+        chosen += [p for p in pods if all(p is not c for c in chosen)]
     reports = []
-    for pod in failed_pods(pods)[:MAX_PODS]:
+    for pod in chosen[:MAX_PODS]:
         name = str((pod.get("metadata") or {}).get("name"))
         started = bool((pod.get("status") or {}).get("containerStatuses"))
         tail = client.pod_log_tail(name, namespace, lines=min(lines, 20)) if started else ""
@@ -169,7 +183,7 @@ def evaluate_once(
     if state.succeeded:
         return _event(record, "succeeded", state, f"{what} {state.summary()}")
     if state.failed:
-        reports, warnings = _diagnose(client, obj, pods, settings.log_lines)
+        reports, warnings = _diagnose(client, obj, pods, settings.log_lines, every_pod=False)
         message = failure_message(record.kind, record.namespace, record.name, state, reports)
         return _event(record, "failed", state, message, pods=reports, warnings=warnings)
     now = time.time()
@@ -187,7 +201,7 @@ def evaluate_once(
     )
     if expiry is None:
         return None
-    reports, warnings = _diagnose(client, obj, pods, settings.log_lines)
+    reports, warnings = _diagnose(client, obj, pods, settings.log_lines, every_pod=True)
     return _event(
         record,
         "deadline",
@@ -247,8 +261,48 @@ def delete_and_wait(client: KubeClient, record: WorkloadRecord, log: Any) -> Non
         )
 
 
+def with_diagnostics(
+    client: KubeClient, record: WorkloadRecord, event: WorkloadEvent, lines: int
+) -> WorkloadEvent:
+    """The event, with the failed pods read now if it carries none.
+
+    Why: the trigger diagnoses from its pod watch, which can lag the workload watch by a few milliseconds -
+    a Job already Failed while its pod still looks Running. By the time the worker resumes the pods have
+    settled, so one synchronous read recovers the exit code and last lines the message should name.
+    """
+    from dataclasses import replace
+
+    from airflow_k8s_ml.triggers.diagnostics import failure_message
+
+    if event.pods or event.outcome not in ("failed", "deadline"):
+        return event
+    try:
+        obj = client.get(record.api_version, record.kind, record.name, record.namespace)
+        if obj is None:
+            return event
+        pods = [
+            p for p in client.pods_of(record.kind, record.name, record.namespace) if _owned_by(p, _uid(obj))
+        ]
+        reports, warnings = _diagnose(client, obj, pods, lines, every_pod=event.outcome == "deadline")
+    except Exception as exc:  # diagnostics must never hide the real error
+        _log.warning(
+            "could not read diagnostics of %s %s/%s: %s", record.kind, record.namespace, record.name, exc
+        )
+        return event
+    message = event.message
+    if event.outcome == "failed" and reports:
+        message = failure_message(record.kind, record.namespace, record.name, event.workload_state, reports)
+    return replace(event, pods=reports, warnings=warnings or event.warnings, message=message)
+
+
 def raise_for_event(
-    client: KubeClient, record: WorkloadRecord, event: WorkloadEvent, log: Any, *, delete: bool
+    client: KubeClient,
+    record: WorkloadRecord,
+    event: WorkloadEvent,
+    log: Any,
+    *,
+    delete: bool,
+    lines: int = 20,
 ) -> NoReturn:
     """Log the diagnostics, clean up as asked (``delete``), then raise the error the outcome calls for.
 
@@ -259,6 +313,7 @@ def raise_for_event(
     from airflow_k8s_ml.operators._outcome import event_report
 
     what = f"{record.kind} {record.namespace}/{record.name}"
+    event = with_diagnostics(client, record, event, lines)
     if event.outcome in ("failed", "deadline"):
         log.error("%s", event_report(what, event.workload_state, event.pods, event.warnings))
     if delete:

@@ -486,7 +486,7 @@ class _WorkloadOperator(BaseOperator):
         client = self._client(record.namespace)
         if event.outcome != "succeeded":
             delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
-            raise_for_event(client, record, event, self.log, delete=delete)
+            raise_for_event(client, record, event, self.log, delete=delete, lines=self.log_lines)
         result = result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])

@@ -212,8 +212,9 @@ class BatchInferenceCronJobOperator(BaseOperator):
         client = self._client()
         namespace = values["namespace"] or client.namespace
         cronjob = self._check(values, key, namespace)  # before any API call
+        from airflow_k8s_ml.kube.serving_ops import apply_object
 
-        live, action = client.apply(cronjob)
+        live, action = apply_object(client, cronjob)
         self.log.info("CronJob %s/%s %s (schedule %r)", namespace, self.name, action, self.schedule)
         result = self._cronjob_result(live, action)
         if not self.run_now:

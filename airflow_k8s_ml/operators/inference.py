@@ -18,19 +18,27 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import TYPE_CHECKING, Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
+from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
-from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, MODEL_URI_LABEL, SELECTOR_LABEL
+from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
+from airflow_k8s_ml.operators._rollout_report import (
+    failure_reason,
+    pod_trouble,
+    revision,
+    rollback_message,
+    rollout_error,
+    served_model,
+)
 from airflow_k8s_ml.operators._serving import inference_spec, render_inference, resolve_model_uri, run_key
-from airflow_k8s_ml.operators._smoke import SmokeOutcome, check_response, validate_smoke_args
+from airflow_k8s_ml.operators._smoke import validate_smoke_args
+from airflow_k8s_ml.operators._smoke_probe import SERVICE_PORT_NAME, SmokeSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -40,33 +48,12 @@ if TYPE_CHECKING:
 __all__ = ["InferenceDeploymentOperator"]
 
 _PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
-_SERVICE_PORT_NAME = "http"  # build_service names the one port "http"
 #: Optional objects and how to find a stale one to prune when the argument is dropped.
 _OPTIONAL_KINDS = (
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
     ("policy/v1", "PodDisruptionBudget"),
     ("networking.k8s.io/v1", "NetworkPolicy"),
 )
-
-
-def _annotation(obj: Mapping[str, Any] | None, key: str, where: str = "metadata") -> str | None:
-    if obj is None:
-        return None
-    holder = obj.get("metadata") if where == "metadata" else ((obj.get("spec") or {}).get("template") or {})
-    if where != "metadata":
-        holder = (holder or {}).get("metadata")
-    return ((holder or {}).get("annotations") or {}).get(key)
-
-
-def _revision(deployment: Mapping[str, Any] | None) -> int:
-    from airflow_k8s_ml.operators._rollback import revision_of
-
-    return (revision_of(deployment) or 0) if deployment else 0
-
-
-def _served_model(deployment: Mapping[str, Any] | None) -> str | None:
-    """The model URI of the Deployment's current pod template (what its new pods run)."""
-    return _annotation(deployment, MODEL_URI_LABEL, where="template")
 
 
 def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
@@ -76,44 +63,6 @@ def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
         if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
             out[name] = PLACEHOLDER
     return out
-
-
-def pod_trouble(pod: Mapping[str, Any]) -> str | None:
-    """``pod_problem``, or a container that restarted after a non-zero exit (between crash-loop back-offs
-    the current instance looks healthy while it starts again)."""
-    from airflow_k8s_ml.status import pod_problem
-
-    problem = pod_problem(pod)
-    if problem:
-        return problem
-    for status in (pod.get("status") or {}).get("containerStatuses") or []:
-        last = (status.get("lastState") or {}).get("terminated") or {}
-        if status.get("restartCount") and last.get("exitCode") not in (None, 0):
-            reason = f" ({last['reason']})" if last.get("reason") else ""
-            return (
-                f"container {status.get('name')} restarted {status['restartCount']} time(s), "
-                f"last exit code {last['exitCode']}{reason}"
-            )
-    return None
-
-
-@dataclass(frozen=True)
-class SmokeReport:
-    """The smoke test's two steps; ``failure`` is the reason to roll back, empty when it passed."""
-
-    readiness: SmokeOutcome | None = None
-    request: SmokeOutcome | None = None
-    failure: str = ""
-    attempts: int = 0
-    notes: list[str] = field(default_factory=list)
-
-    def to_xcom(self) -> dict[str, Any]:
-        return {
-            "ok": not self.failure,
-            "readiness": self.readiness.to_xcom() if self.readiness else None,
-            "request": self.request.to_xcom() if self.request else None,
-            "failure": self.failure or None,
-        }
 
 
 class InferenceDeploymentOperator(BaseOperator):
@@ -302,7 +251,7 @@ class InferenceDeploymentOperator(BaseOperator):
         model_uri = resolve_model_uri(values["model_uri"])
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
-        previous = _revision(before)
+        previous = revision(before)
         hpa_owns_replicas = values["autoscaling"] is not None and before is not None
         changes, deployment = self._apply(client, objects, hpa_owns_replicas=hpa_owns_replicas)
         self.log.info(
@@ -332,7 +281,7 @@ class InferenceDeploymentOperator(BaseOperator):
         With an HPA on an existing Deployment, ``spec.replicas`` is left out of the apply: the HPA owns the
         count, and re-sending ``min_replicas`` would scale a busy service down on every run.
         """
-        from airflow_k8s_ml.kube.serving_ops import prune
+        from airflow_k8s_ml.kube.serving_ops import apply_object, prune
         from airflow_k8s_ml.manifests.serving import strip_replicas
 
         changes: dict[str, str] = {}
@@ -340,7 +289,7 @@ class InferenceDeploymentOperator(BaseOperator):
         namespace = objects[0]["metadata"]["namespace"]
         for obj in objects:
             body = strip_replicas(obj) if obj["kind"] == "Deployment" and hpa_owns_replicas else obj
-            live, action = client.apply(body)
+            live, action = apply_object(client, body)
             changes[obj["kind"]] = action
             if obj["kind"] == "Deployment":
                 deployment = live
@@ -389,29 +338,20 @@ class InferenceDeploymentOperator(BaseOperator):
                 raise WorkloadFailed(
                     f"lost track of the rollout of {namespace}/{self.name}: {outcome.message}"
                 )
-        revision = _revision(deployment)
-        if outcome.outcome == "deadline":
-            reason = f"rollout of revision {revision} did not finish: {outcome.message}"
-        else:
-            failed = outcome.workload_state
-            why = (
-                f"({failed.reason}): {failed.message}"
-                if failed.reason and failed.message
-                else outcome.message
-            )
-            reason = f"rollout of revision {revision} failed {why}"
+        failed_revision = revision(deployment)
+        reason = failure_reason(outcome.outcome, failed_revision, outcome.workload_state, outcome.message)
         if deployment is not None:
-            reason += self._pods_report(client, deployment, revision)
+            reason += self._pods_report(client, deployment, failed_revision)
         self._roll_back(context, client, deployment, reason, state, deadline=outcome.outcome == "deadline")
 
-    def _pods_report(self, client: KubeClient, deployment: Mapping[str, Any], revision: int) -> str:
+    def _pods_report(self, client: KubeClient, deployment: Mapping[str, Any], failed_revision: int) -> str:
         """What is wrong with the new revision's pods (crash loop, image pull...), with their last log lines
         in the task log: the failure message should say why, not only that the deadline passed."""
         from airflow_k8s_ml.kube.serving_ops import previous_log_tail, replica_sets_of
         from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
 
         try:
-            template_hash = revision_hash(replica_sets_of(client, deployment), revision)
+            template_hash = revision_hash(replica_sets_of(client, deployment), failed_revision)
             if template_hash is None:
                 return ""
             namespace = deployment["metadata"]["namespace"]
@@ -433,82 +373,44 @@ class InferenceDeploymentOperator(BaseOperator):
                 )
             return f"; {'; '.join(problems)}" if problems else ""
         except Exception as exc:  # diagnostics must never hide the real failure
-            self.log.warning("could not read the pods of revision %d: %s", revision, exc)
+            self.log.warning("could not read the pods of revision %d: %s", failed_revision, exc)
             return ""
 
     def _after_rollout(
         self, context: Context, client: KubeClient, namespace: str, state: Mapping[str, Any]
     ) -> dict[str, Any]:
+        from airflow_k8s_ml.operators._smoke_probe import run_smoke
+
         deployment = client.get("apps/v1", "Deployment", self.name, namespace)
-        revision = _revision(deployment)
-        self.log.info("deployment %s/%s rolled out at revision %d", namespace, self.name, revision)
-        report = self._smoke(client, namespace)
+        serving = revision(deployment)
+        self.log.info("deployment %s/%s rolled out at revision %d", namespace, self.name, serving)
+        report = run_smoke(client, namespace, self.name, self._smoke_settings(), self.log)
         if report.failure:
-            self._roll_back(
-                context,
-                client,
-                deployment,
-                f"smoke test of revision {revision} failed: {report.failure}",
-                state,
-            )
+            reason = f"smoke test of revision {serving} failed: {report.failure}"
+            self._roll_back(context, client, deployment, reason, state)
         from airflow_k8s_ml.kube.serving_ops import service_proxy_path
 
         return {
             "deployment": self.name,
             "namespace": namespace,
-            "revision": revision,
+            "revision": serving,
             "model_uri": state["model_uri"],
             "service": self.name,
-            "service_url": service_proxy_path(namespace, self.name, _SERVICE_PORT_NAME, "/"),
+            "service_url": service_proxy_path(namespace, self.name, SERVICE_PORT_NAME, "/"),
             "cluster_url": f"http://{self.name}.{namespace}.svc:{self.service_port}",
             "changes": dict(state["changes"]),
             "smoke": report.to_xcom(),
         }
 
-    def _smoke(self, client: KubeClient, namespace: str) -> SmokeReport:
-        """Readiness path through the service proxy (retried until ``smoke_timeout``), then the sample."""
-        from airflow_k8s_ml.kube.errors import ApiError
-        from airflow_k8s_ml.kube.serving_ops import proxy_request
-
-        deadline = time.monotonic() + self.smoke_timeout
-        attempts, delay = 0, 0.2
-        readiness: SmokeOutcome | None = None
-        while True:
-            attempts += 1
-            try:
-                response = proxy_request(
-                    client, namespace, self.name, _SERVICE_PORT_NAME, self.readiness_path
-                )
-                readiness = check_response(self.readiness_path, response.status, response.body)
-                if readiness.ok:
-                    break
-                last = "; ".join(readiness.problems)
-            except ApiError as exc:
-                last = f"no answer: {exc}"
-            if time.monotonic() + delay > deadline:
-                return SmokeReport(readiness, None, f"GET {self.readiness_path}: {last}", attempts)
-            time.sleep(delay)
-            delay = min(delay * 2, 2.0)
-        self.log.info(
-            "smoke: GET %s -> %d after %d attempt(s)", self.readiness_path, readiness.status, attempts
+    def _smoke_settings(self) -> SmokeSettings:
+        return SmokeSettings(
+            readiness_path=self.readiness_path,
+            path=self.smoke_path,
+            request=self.smoke_request,
+            expected_status=self.expected_status,
+            expected_response=self.expected_response,
+            timeout=self.smoke_timeout,
         )
-        if self.smoke_path is None:
-            return SmokeReport(readiness, None, "", attempts)
-        method = "POST" if self.smoke_request is not None else "GET"
-        try:
-            response = proxy_request(
-                client, namespace, self.name, _SERVICE_PORT_NAME, self.smoke_path, body=self.smoke_request
-            )
-        except ApiError as exc:
-            return SmokeReport(readiness, None, f"{method} {self.smoke_path}: no answer: {exc}", attempts)
-        request = check_response(
-            self.smoke_path, response.status, response.body, self.expected_status, self.expected_response
-        )
-        self.log.info(
-            "smoke: %s %s -> %d %s", method, self.smoke_path, request.status, request.to_xcom()["body"]
-        )
-        failure = f"{method} {self.smoke_path}: {'; '.join(request.problems)}" if request.problems else ""
-        return SmokeReport(readiness, request, failure, attempts)
 
     # -- rollback ---------------------------------------------------------------------------------------
     def _roll_back(
@@ -525,28 +427,30 @@ class InferenceDeploymentOperator(BaseOperator):
         from airflow_k8s_ml.kube.serving_ops import replica_sets_of
         from airflow_k8s_ml.operators._rollback import plan_rollback
 
-        error = DeadlineExceeded if deadline else WorkloadFailed
         previous = int(state.get("previous_revision") or 0)
         self.log.error("%s", reason)
         if deployment is None:
-            raise self._error(error, f"{reason}; the Deployment is gone, nothing to roll back")
+            raise rollout_error(f"{reason}; the Deployment is gone, nothing to roll back", deadline=deadline)
         if not self.rollback_on_failure:
-            raise self._error(error, f"{reason}; not rolled back (rollback_on_failure=False)")
+            raise rollout_error(f"{reason}; not rolled back (rollback_on_failure=False)", deadline=deadline)
         if previous == 0:
-            raise self._error(
-                error,
-                f"{reason}; nothing to roll back to: this was the first revision of deployment "
-                f"{self._where(deployment)}, left in place for inspection",
+            where = self._where(deployment)
+            raise rollout_error(
+                f"{reason}; nothing to roll back to: this was the first revision of deployment {where}, "
+                "left in place for inspection",
+                deadline=deadline,
             )
         plan = plan_rollback(deployment, replica_sets_of(client, deployment), to_revision=previous)
         if plan.action == "skip":
-            raise self._error(
-                error,
+            raise rollout_error(
                 f"{reason}; not rolled back: the pod template is still that of revision {previous}, "
                 "which was serving before this task",
+                deadline=deadline,
             )
         if plan.action == "impossible":
-            raise self._error(error, f"{reason}; rollback to revision {previous} impossible: {plan.message}")
+            raise rollout_error(
+                f"{reason}; rollback to revision {previous} impossible: {plan.message}", deadline=deadline
+            )
         meta = deployment.get("metadata") or {}
         client.patch(
             "apps/v1", "Deployment", meta["name"], meta.get("namespace"), plan.patch, patch_type="json"
@@ -560,8 +464,8 @@ class InferenceDeploymentOperator(BaseOperator):
         rollback = {
             "reason": reason,
             "deadline": deadline,
-            "failed_revision": _revision(deployment),
-            "failed_model_uri": _served_model(deployment),
+            "failed_revision": revision(deployment),
+            "failed_model_uri": served_model(deployment),
             "to_revision": previous,
         }
         self.defer(
@@ -583,37 +487,24 @@ class InferenceDeploymentOperator(BaseOperator):
         outcome = WorkloadEvent.from_payload(event)
         client = self._client()
         deployment = client.get("apps/v1", "Deployment", self.name, outcome.namespace or client.namespace)
-        serving, model = _revision(deployment), _served_model(deployment)
-        error = DeadlineExceeded if rollback.get("deadline") else WorkloadFailed
+        serving, model = revision(deployment), served_model(deployment)
+        healthy = outcome.outcome == "succeeded"
         summary = {
             "failed_revision": rollback.get("failed_revision"),
             "failed_model_uri": rollback.get("failed_model_uri"),
             "serving_revision": serving,
             "serving_model_uri": model,
             "rolled_back_to": rollback.get("to_revision"),
-            "healthy": outcome.outcome == "succeeded",
+            "healthy": healthy,
             "reason": rollback.get("reason"),
         }
         self._push(context, "rollback", summary)
-        if outcome.outcome == "succeeded":
-            message = (
-                f"{rollback['reason']}; rolled back: revision {serving} (the template of revision "
-                f"{rollback['to_revision']}, model {model}) is serving"
-            )
-        else:
-            message = (
-                f"{rollback['reason']}; rolled back to the template of revision {rollback['to_revision']} "
-                f"(now revision {serving}, model {model}) but it is not healthy: {outcome.message}"
-            )
-        raise self._error(error, message)
+        message = rollback_message(
+            rollback["reason"], rollback["to_revision"], serving, model, healthy, outcome.message
+        )
+        raise rollout_error(message, deadline=bool(rollback.get("deadline")))
 
     # -- small helpers ----------------------------------------------------------------------------------
-    @staticmethod
-    def _error(error: type[WorkloadFailed], message: str) -> WorkloadFailed:
-        if error is DeadlineExceeded:
-            return DeadlineExceeded("rollout", message)
-        return error(message)
-
     @staticmethod
     def _where(deployment: Mapping[str, Any]) -> str:
         meta = deployment.get("metadata") or {}

@@ -205,6 +205,6 @@ class TrainingJobSensor(BaseSensorOperator):
         from airflow_k8s_ml.operators._waiting import raise_for_event
 
         if event.outcome != "succeeded":
-            raise_for_event(self._client(), record, event, self.log, delete=False)
+            raise_for_event(self._client(), record, event, self.log, delete=False, lines=self.log_lines)
         self.log.info("%s %s/%s succeeded", record.kind, record.namespace, record.name)
         return result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)

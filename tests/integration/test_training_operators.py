@@ -49,7 +49,9 @@ REPO = Path(__file__).resolve().parents[2]
 @pytest.fixture(autouse=True)
 def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
     """The Airflow connection the operators use by default, pointing at the local cluster."""
-    value = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}})
+    value = json.dumps(
+        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}}
+    )
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
     return value
 
@@ -129,8 +131,11 @@ def test_failure_with_on_finish_delete_logs_then_deletes(batch: Any, namespace: 
 # -- Airflow-side deadlines -------------------------------------------------------------------------------
 
 
-def test_run_deadline_deletes_the_job_and_leaves_no_pods(batch: Any, core: Any, namespace: str) -> None:
-    op = finetune("stuck", namespace, "import time; print('training', flush=True); time.sleep(120)", run_timeout=1)
+def test_run_deadline_deletes_the_job_and_leaves_no_pods(
+    batch: Any, core: Any, namespace: str, capsys: Any
+) -> None:
+    code = "import time; print('epoch 1 of 100', flush=True); time.sleep(120)"
+    op = finetune("stuck", namespace, code, run_timeout=1)
     started = time.monotonic()
     with pytest.raises(DeadlineExceeded) as info:
         run_task(op, make_context("stuck"))
@@ -138,6 +143,7 @@ def test_run_deadline_deletes_the_job_and_leaves_no_pods(batch: Any, core: Any, 
     assert str(info.value).startswith("run deadline 1s exceeded")
     assert time.monotonic() - started < 15
     assert jobs(batch, namespace) == [] and pods(core, namespace) == []
+    assert "epoch 1 of 100" in task_log(capsys)  # the last lines were logged before the deletion
 
 
 def test_admission_deadline_reports_the_schedulers_message(batch: Any, core: Any, namespace: str) -> None:
@@ -165,10 +171,14 @@ op.execute(make_context("crashy", store=store))
 """
 
 
-def test_worker_crash_then_retry_adopts_the_same_job(batch: Any, core: Any, namespace: str, tmp_path: Path) -> None:
+def test_worker_crash_then_retry_adopts_the_same_job(
+    batch: Any, core: Any, namespace: str, tmp_path: Path
+) -> None:
     store_file = tmp_path / "task_state_store.json"
     command = py("import time; print('step', flush=True); time.sleep(4); print('done')")
-    script = CRASHING_WORKER.format(repo=str(REPO), namespace=namespace, command=command, store=str(store_file))
+    script = CRASHING_WORKER.format(
+        repo=str(REPO), namespace=namespace, command=command, store=str(store_file)
+    )
     worker = subprocess.Popen([sys.executable, "-c", script], cwd=REPO, env=dict(os.environ))
     try:
         wait_for(lambda: worker.poll() is not None or running_pod(core, namespace), timeout=60)
@@ -204,7 +214,9 @@ def test_success_before_retry_returns_the_result_without_relaunching(batch: Any,
     code = "print('done')"
     context = make_context("once")
     first = run_task(finetune("once", namespace, code), context)
-    again = run_task(finetune("once", namespace, code), make_context("once", store=context["task_state_store"]))
+    again = run_task(
+        finetune("once", namespace, code), make_context("once", store=context["task_state_store"])
+    )
     assert again == first
     # The same from the labels alone (store lost): the result is rebuilt from the object.
     rebuilt = run_task(finetune("once", namespace, code), make_context("once"))
@@ -363,7 +375,12 @@ def test_bad_rendered_value_fails_before_any_api_call(
         resume_from="{{ params.resume }}",
         deadline="{{ params.deadline }}",
     )
-    values = {"image": "python:3.11", "checkpoint_uri": "file:///tmp/x", "resume_from": None, "deadline": None}
+    values = {
+        "image": "python:3.11",
+        "checkpoint_uri": "file:///tmp/x",
+        "resume_from": None,
+        "deadline": None,
+    }
     for name, value in {**values, attribute: rendered}.items():
         setattr(op, name, value)  # what rendering the template fields does
     with pytest.raises(ValidationError) as info:

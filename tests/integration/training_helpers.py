@@ -63,7 +63,9 @@ def make_context(
     try_number: int = 1,
     store: DictTaskStateStore | None = None,
 ) -> dict[str, Any]:
-    ti = SimpleNamespace(dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index, try_number=try_number)
+    ti = SimpleNamespace(
+        dag_id=dag_id, task_id=task_id, run_id=run_id, map_index=map_index, try_number=try_number
+    )
     return {
         "ti": ti,
         "task_instance": ti,

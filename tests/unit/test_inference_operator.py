@@ -145,7 +145,7 @@ def test_pod_ip_comes_from_the_downward_api_unless_the_user_sets_it() -> None:
 
 
 def test_pod_trouble_sees_a_crash_loop_between_back_offs() -> None:
-    from airflow_k8s_ml.operators.inference import pod_trouble
+    from airflow_k8s_ml.operators._rollout_report import pod_trouble
 
     restarting = {
         "status": {

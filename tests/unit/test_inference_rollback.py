@@ -138,3 +138,28 @@ def test_revision_hash_selects_the_pods_of_a_revision() -> None:
 
     rss = [_rs("m-aaa", "1", V1), _rs("m-bbb", "2", V2)]
     assert revision_hash(rss, 2) == "bbb" and revision_hash(rss, 5) is None
+
+
+def test_failure_and_rollback_wording() -> None:
+    from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
+    from airflow_k8s_ml.operators._rollout_report import failure_reason, rollback_message, rollout_error
+    from airflow_k8s_ml.status import WorkloadState
+
+    state = WorkloadState(
+        "failed", "ProgressDeadlineExceeded", 'deployment "m" exceeded its progress deadline'
+    )
+    assert failure_reason("failed", 2, state, "ignored") == (
+        'rollout of revision 2 failed (ProgressDeadlineExceeded): deployment "m" exceeded its progress '
+        "deadline"
+    )
+    assert failure_reason("deadline", 2, WorkloadState("running"), "overall deadline 4s exceeded: x") == (
+        "rollout of revision 2 did not finish: overall deadline 4s exceeded: x"
+    )
+    assert (
+        rollback_message("R", 1, 3, V1, True)
+        == f"R; rolled back: revision 3 (the template of revision 1, model {V1}) is serving"
+    )
+    assert rollback_message("R", 1, 3, V1, False, "stuck").endswith("but it is not healthy: stuck")
+    expired = rollout_error("m", deadline=True)
+    assert isinstance(expired, DeadlineExceeded) and expired.phase == "rollout"
+    assert type(rollout_error("m", deadline=False)) is WorkloadFailed

@@ -251,3 +251,14 @@ def test_cri_log_lines_round_trip() -> None:
     assert record is not None and record.render(True) == f"{stamp} hello world\n".encode()
     partial = parse_line(f"{stamp} stderr P part".encode())
     assert partial is not None and partial.render(False) == b"part"
+
+
+def test_pod_ips_are_distinct_and_not_reused_at_once() -> None:
+    from airflow_k8s_ml.local_cluster.kubelet.network import IpAllocator
+
+    ips = IpAllocator()
+    first, second = ips.allocate("a"), ips.allocate("b")
+    assert first != second and first.startswith("127.42.") and ips.allocate("a") == first
+    ips.release("a")
+    assert ips.allocate("c") not in (first, second)
+    assert IpAllocator(usable=False).allocate("x") == "127.0.0.1"

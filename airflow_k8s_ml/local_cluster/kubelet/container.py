@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import secrets
+import signal
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -51,6 +52,14 @@ class ContainerRunner:
         """Stop this container for good (a sidecar once the app containers are done)."""
         self._halt_grace = grace
         self._halted.set()
+
+    async def _sleep(self, seconds: float) -> bool:
+        """Sleep; True when this container must not go on (pod stopping or container halted)."""
+        waiters = [asyncio.ensure_future(e.wait()) for e in (self.w.stop_event, self._halted)]
+        await asyncio.wait(waiters, timeout=max(seconds, 0), return_when=asyncio.FIRST_COMPLETED)
+        for waiter in waiters:
+            waiter.cancel()
+        return self.w.stopping is not None or self._halted.is_set()
 
     # -- the loop ----------------------------------------------------------------------------------
     async def run(self) -> None:
@@ -96,7 +105,7 @@ class ContainerRunner:
         )
         self.w.publish()
         self._backoff = min(delay * 2, settings.crashloop_backoff_cap)
-        return not await self.w.sleep_or_stop(delay)
+        return not await self._sleep(delay)
 
     # -- steps -------------------------------------------------------------------------------------
     async def _pull(self) -> bool:
@@ -117,14 +126,14 @@ class ContainerRunner:
                 if backoff is None
                 else min(backoff * 2, settings.crashloop_backoff_cap)
             )
-            if await self.w.sleep_or_stop(min(1.0, backoff)):
+            if await self._sleep(min(1.0, backoff)):
                 return False
             if result.reason == "ErrImagePull":
                 self.state.wait("ImagePullBackOff", f'Back-off pulling image "{image}"')
                 self.w.event("Normal", "BackOff", f'Back-off pulling image "{image}"')
                 self.w.event("Warning", "Failed", "Error: ImagePullBackOff")
                 self.w.publish()
-            if await self.w.sleep_or_stop(backoff):
+            if await self._sleep(backoff):
                 return False
 
     async def _configure(self) -> Launch | None:
@@ -135,7 +144,7 @@ class ContainerRunner:
                 self.state.wait(exc.reason, str(exc))
                 self.w.event("Warning", "Failed", f"Error: {exc}")
                 self.w.publish()
-            if await self.w.sleep_or_stop(self.w.retry_interval):
+            if await self._sleep(self.w.retry_interval):
                 return None
 
     async def _instance(self, launch: Launch) -> float:
@@ -145,6 +154,7 @@ class ContainerRunner:
         self.w.kubelet.logs.register(self.w.uid, container_id, sink)
         termination = self.w.termination_file(self.name)
         termination.unlink(missing_ok=True)
+        self._probe_kill.clear()  # a late probe result of the previous instance must not kill this one
         self.state.begin_instance(container_id, images.image_id(str(self.c.get("image", ""))))
         self.w.event("Normal", "Created", f"Created container: {self.name}")
         try:
@@ -195,6 +205,8 @@ class ContainerRunner:
             self._probe_kill.clear()
             return await proc.stop(self._probe_grace, self.w.kill_now)
         finally:
+            if not proc.exited.done():  # cancelled (cluster stopping): never leave the process behind
+                proc.signal(signal.SIGKILL)
             self.w.processes.discard(proc)
 
     # -- probes ------------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
 from .fit import TERMINAL_PHASES
 from .logs import LogRegistry, log_handler
-from .network import IpAllocator
+from .network import IpAllocator, loopback_range_usable
 from .node import node_object, node_status
 from .unsupported import UNSUPPORTED, unsupported_handler
 from .volumes import pod_dir
@@ -50,7 +50,7 @@ class Kubelet(Controller):
     def __init__(self, cluster: LocalCluster) -> None:
         super().__init__(cluster)
         self.pods_rt = _rt("pods")
-        self.ips = IpAllocator()
+        self.ips = IpAllocator(loopback_range_usable())
         self.gpus = GpuAllocator(self.settings.capacity.gpus)
         self.logs = LogRegistry()
         self.workers: dict[ObjKey, PodWorker] = {}

@@ -10,6 +10,7 @@ the pod IP. ``POD_IP`` itself is only set through the downward API, as on a real
 from __future__ import annotations
 
 import ipaddress
+import socket
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -20,15 +21,31 @@ _FIRST = int(ipaddress.IPv4Address("127.42.0.1"))
 _LAST = int(ipaddress.IPv4Address("127.42.255.254"))
 
 
+def loopback_range_usable() -> bool:
+    """Linux answers on all of 127.0.0.0/8; macOS only on 127.0.0.1 unless aliases were added."""
+    probe = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    try:
+        probe.bind((str(ipaddress.IPv4Address(_FIRST)), 0))
+    except OSError:
+        return False
+    finally:
+        probe.close()
+    return True
+
+
 class IpAllocator:
     """Hands out pod IPs round-robin, so an address is reused only after the whole range went by
-    (a client still holding an old pod's IP does not silently reach a new pod)."""
+    (a client still holding an old pod's IP does not silently reach a new pod). Where the loopback
+    range is not usable every pod gets the host IP (ports may then clash, as with hostNetwork)."""
 
-    def __init__(self) -> None:
+    def __init__(self, usable: bool = True) -> None:
         self._next = _FIRST
         self._in_use: dict[str, str] = {}
+        self._usable = usable
 
     def allocate(self, uid: str) -> str:
+        if not self._usable:
+            return HOST_IP
         if uid in self._in_use:
             return self._in_use[uid]
         taken = set(self._in_use.values())
