@@ -144,4 +144,7 @@ def substitute_resume(args: Sequence[str] | None, resume_uri: str | None) -> lis
     """Replace :data:`RESUME_PLACEHOLDER` in each argument with the resolved URI ("" when fresh)."""
     if args is None:
         return None
-    return [arg.replace(RESUME_PLACEHOLDER, resume_uri or "") for arg in args]
+    if isinstance(args, str):
+        return args  # type: ignore[return-value]  # a bare string: the spec's validation names the field
+    uri = resume_uri or ""
+    return [arg.replace(RESUME_PLACEHOLDER, uri) if isinstance(arg, str) else arg for arg in args]

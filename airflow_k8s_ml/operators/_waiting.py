@@ -264,7 +264,7 @@ def delete_and_wait(client: KubeClient, record: WorkloadRecord, log: Any) -> Non
 def with_diagnostics(
     client: KubeClient, record: WorkloadRecord, event: WorkloadEvent, lines: int
 ) -> WorkloadEvent:
-    """The event, with the failed pods read now if it carries none.
+    """The event, with the failed pods read again if it carries none with an exit code or log lines.
 
     Why: the trigger diagnoses from its pod watch, which can lag the workload watch by a few milliseconds -
     a Job already Failed while its pod still looks Running. By the time the worker resumes the pods have
@@ -274,7 +274,10 @@ def with_diagnostics(
 
     from airflow_k8s_ml.triggers.diagnostics import failure_message
 
-    if event.pods or event.outcome not in ("failed", "deadline"):
+    informative = any(
+        report.get("exit_code") is not None or report.get("last_lines") for report in event.pods
+    )
+    if informative or event.outcome not in ("failed", "deadline"):
         return event
     try:
         obj = client.get(record.api_version, record.kind, record.name, record.namespace)
@@ -289,8 +292,10 @@ def with_diagnostics(
             "could not read diagnostics of %s %s/%s: %s", record.kind, record.namespace, record.name, exc
         )
         return event
+    if not reports:
+        return replace(event, warnings=warnings or event.warnings)
     message = event.message
-    if event.outcome == "failed" and reports:
+    if event.outcome == "failed":
         message = failure_message(record.kind, record.namespace, record.name, event.workload_state, reports)
     return replace(event, pods=reports, warnings=warnings or event.warnings, message=message)
 

@@ -36,7 +36,8 @@ def test_pod_runs_to_success_with_status_events_and_logs(core: client.CoreV1Api,
     assert (terminated.exit_code, terminated.reason) == (0, "Completed")
     assert terminated.container_id.startswith("local://") and terminated.finished_at is not None
     assert pod.spec.node_name == "local-node"
-    assert pod.status.pod_ip.startswith("127.42.") and pod.status.host_ip == "127.0.0.1"
+    assert pod.status.pod_ip.startswith("127.") and pod.status.pod_ip != "127.0.0.1"
+    assert pod.status.host_ip == "127.0.0.1"
     assert pod.status.start_time is not None and pod.status.qos_class == "BestEffort"
     assert {c.type: (c.status, c.reason) for c in pod.status.conditions} == {
         "PodReadyToStartContainers": ("False", None),

@@ -387,3 +387,53 @@ def test_bad_rendered_value_fails_before_any_api_call(
         op.execute(make_context("bad"))
     assert info.value.field == field
     assert jobs(batch, namespace) == []
+
+
+# -- TrainingJobSensor ------------------------------------------------------------------------------------
+
+
+def test_sensor_waits_for_an_existing_job_and_returns_its_result(batch: Any, namespace: str) -> None:
+    from airflow_k8s_ml.sensors import TrainingJobSensor
+
+    code = "import time; time.sleep(1); print('done')"
+    launched = execute_until_deferred(finetune("ext", namespace, code), make_context("ext"))
+    sensor = TrainingJobSensor(task_id="wait", name=launched.trigger.name, namespace=namespace)
+    result = run_task(sensor, make_context("wait"))
+    assert (result["uid"], result["state"]["phase"], result["attempts"]) == (
+        launched.trigger.uid,
+        "succeeded",
+        1,
+    )
+
+
+def test_sensor_deadline_fails_the_sensor_but_leaves_the_job(batch: Any, namespace: str) -> None:
+    from airflow_k8s_ml.sensors import TrainingJobSensor
+
+    execute_until_deferred(finetune("long", namespace, "import time; time.sleep(120)"), make_context("long"))
+    [job] = jobs(batch, namespace)
+    sensor = TrainingJobSensor(task_id="wait", name=job.metadata.name, namespace=namespace, deadline=1)
+    with pytest.raises(DeadlineExceeded, match="overall deadline 1s exceeded"):
+        run_task(sensor, make_context("wait"))
+    assert [j.metadata.uid for j in jobs(batch, namespace)] == [
+        job.metadata.uid
+    ]  # not the sensor's to delete
+
+
+def test_sensor_polls_in_the_worker_when_not_deferrable(namespace: str) -> None:
+    from airflow_k8s_ml.sensors import TrainingJobSensor
+
+    launched = execute_until_deferred(finetune("pk", namespace, "print('ok')"), make_context("pk"))
+    sensor = TrainingJobSensor(
+        task_id="wait", name=launched.trigger.name, namespace=namespace, deferrable=False, poll_interval=0.2
+    )
+    assert run_task(sensor, make_context("wait"))["state"]["phase"] == "succeeded"
+
+
+def test_non_deferrable_mode_polls_with_the_same_outcomes(batch: Any, core: Any, namespace: str) -> None:
+    ok = finetune("sync-ok", namespace, "print('fine')", deferrable=False, poll_interval=0.2)
+    result = run_task(ok, make_context("sync-ok"))
+    assert result["state"]["phase"] == "succeeded"
+    late = finetune("sync-late", namespace, "import time; time.sleep(60)", deferrable=False, run_timeout=1)
+    with pytest.raises(DeadlineExceeded, match="run deadline 1s exceeded"):
+        run_task(late, make_context("sync-late"))
+    assert [j.metadata.name for j in jobs(batch, namespace)] == [result["name"]]  # the late one is deleted

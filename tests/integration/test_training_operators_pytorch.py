@@ -19,7 +19,9 @@ GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 
 @pytest.fixture(autouse=True)
 def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    value = json.dumps({"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}})
+    value = json.dumps(
+        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}}
+    )
     monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
 
 
@@ -61,14 +63,13 @@ def test_backoff_limit_exceeded_names_the_replica_that_failed_first(custom: Any,
     code = (
         "import os, sys, time\n"
         "if os.environ['RANK'] == '1':\n"
-        "    print('worker: NCCL timeout in all_reduce', flush=True); sys.exit(1)\n"
+        "    print('worker: NCCL timeout in all_reduce', flush=True); time.sleep(0.5); sys.exit(1)\n"
         "time.sleep(60)\n"
     )
     op = ddp("flaky", namespace, code, restart_policy="OnFailure", backoff_limit=1)
     with pytest.raises(WorkloadFailed) as info:
         run_task(op, make_context("flaky"))
     message = str(info.value)
-    print("MESSAGE:", message)
     assert message.startswith(f"PyTorchJob {namespace}/training-flaky-")
     assert "BackoffLimitExceeded" in message
     assert "worker-0" in message and "NCCL timeout in all_reduce" in message

@@ -256,7 +256,7 @@ def test_cri_log_lines_round_trip() -> None:
 def test_pod_ips_are_distinct_and_not_reused_at_once() -> None:
     from airflow_k8s_ml.local_cluster.kubelet.network import IpAllocator
 
-    ips = IpAllocator()
+    ips = IpAllocator(block=42)
     first, second = ips.allocate("a"), ips.allocate("b")
     assert first != second and first.startswith("127.42.") and ips.allocate("a") == first
     ips.release("a")

@@ -1,6 +1,6 @@
 """Pod networking on one machine: a distinct loopback address per pod, so ports never clash.
 
-Linux routes all of 127.0.0.0/8 to the loopback interface, so every pod gets its own ``127.42.x.y`` and
+Linux routes all of 127.0.0.0/8 to the loopback interface, so every pod gets its own ``127.B.x.y`` (B random per cluster) and
 two pods (two replicas of one Deployment) can both listen on port 8080. Processes that bind the wildcard
 address (``0.0.0.0``/``""``, what most servers do) would still clash, so Python processes get a tiny
 ``sitecustomize`` (directory ``pyshim``, put first on ``PYTHONPATH``) that rewrites wildcard IPv4 binds to
@@ -10,6 +10,7 @@ the pod IP. ``POD_IP`` itself is only set through the downward API, as on a real
 from __future__ import annotations
 
 import ipaddress
+import random
 import socket
 from pathlib import Path
 from urllib.parse import urlparse
@@ -38,8 +39,13 @@ class IpAllocator:
     (a client still holding an old pod's IP does not silently reach a new pod). Where the loopback
     range is not usable every pod gets the host IP (ports may then clash, as with hostNetwork)."""
 
-    def __init__(self, usable: bool = True) -> None:
-        self._next = _FIRST
+    def __init__(self, usable: bool = True, block: int | None = None) -> None:
+        # Each cluster takes its own random 127.<block>.0.0/16, so two clusters on one machine (a test
+        # session's shared and fresh clusters, the demo beside `local up`) do not hand out the same pod IPs.
+        self._block = block if block is not None else random.randint(42, 250)
+        self._first = _FIRST + (self._block - 42) * 65536
+        self._last = _LAST + (self._block - 42) * 65536
+        self._next = self._first
         self._in_use: dict[str, str] = {}
         self._usable = usable
 
@@ -49,15 +55,15 @@ class IpAllocator:
         if uid in self._in_use:
             return self._in_use[uid]
         taken = set(self._in_use.values())
-        for _ in range(_LAST - _FIRST + 1):
+        for _ in range(self._last - self._first + 1):
             candidate = self._next
-            self._next = _FIRST if candidate >= _LAST else candidate + 1
+            self._next = self._first if candidate >= self._last else candidate + 1
             ip = str(ipaddress.IPv4Address(candidate))
             if ip.endswith((".0", ".255")) or ip in taken:
                 continue
             self._in_use[uid] = ip
             return ip
-        raise RuntimeError("no free pod IP in 127.42.0.0/16")
+        raise RuntimeError(f"no free pod IP in 127.{self._block}.0.0/16")
 
     def release(self, uid: str) -> None:
         self._in_use.pop(uid, None)

@@ -1,0 +1,57 @@
+"""The import rule that keeps DAG parsing cheap, checked in a fresh interpreter: importing the package, its
+operators and sensors, and building a DAG with the training operators and the sensor, must not import the
+Kubernetes clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+HEAVY = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
+
+BUILD_DAG = """
+import sys
+from datetime import datetime, timedelta
+
+import airflow_k8s_ml, airflow_k8s_ml.operators, airflow_k8s_ml.sensors
+from airflow.sdk import DAG
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
+from airflow_k8s_ml.sensors import TrainingJobSensor
+
+with DAG("rule", schedule=None, start_date=datetime(2024, 1, 1)):
+    FineTuneJobOperator(
+        task_id="ft", image="trainer:1", command=["python", "train.py"], args=["{{ resume_from }}"],
+        gpus=1, resume_from="latest", checkpoint_uri="s3://models/ft", run_timeout=timedelta(hours=1),
+        manifest=None, on_finish="delete_on_success",
+    )
+    FineTuneJobOperator(task_id="raw", manifest={
+        "apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "x"},
+        "spec": {"template": {"spec": {
+            "restartPolicy": "Never", "containers": [{"name": "m", "image": "x:1"}],
+        }}},
+    })
+    PyTorchJobOperator(task_id="ddp", image="trainer:1", workers=2, queue_name="gpu")
+    TrainingJobSensor(task_id="wait", name="ft-abc", kind="PyTorchJob", admission_timeout=60)
+EXPORTS
+print(",".join(sorted(name for name in HEAVY if name in sys.modules)))
+"""
+
+
+def heavy_modules_after(script: str) -> str:
+    code = f"HEAVY = {HEAVY!r}\n" + script
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return out.stdout.strip().splitlines()[-1] if out.stdout.strip() else ""
+
+
+def test_parsing_a_dag_with_our_operators_imports_no_heavy_client() -> None:
+    assert heavy_modules_after(BUILD_DAG.replace("EXPORTS", "")) == ""
+
+
+def test_every_lazy_export_resolves_without_heavy_clients() -> None:
+    resolve = (
+        "for module in (airflow_k8s_ml.operators, airflow_k8s_ml.sensors):\n"
+        "    for name in module.__all__:\n"
+        "        getattr(module, name)\n"
+    )
+    assert heavy_modules_after(BUILD_DAG.replace("EXPORTS", resolve)) == ""
