@@ -57,24 +57,32 @@ def embedded_services(state_dir: Path) -> Iterator[Services]:
 def airflow_environment(home: Path, services: Services) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
     creds = services.s3_env
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        "PYTHONUNBUFFERED": "1",
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps({
-            "conn_type": "kubernetes",
-            "extra": {"kube_config_path": str(services.kubeconfig), "namespace": NAMESPACE},
-        }),
-        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps({
-            "conn_type": "aws",
-            "login": creds["AWS_ACCESS_KEY_ID"],
-            "password": creds["AWS_SECRET_ACCESS_KEY"],
-            "extra": {"endpoint_url": services.s3_endpoint, "region_name": creds.get("AWS_DEFAULT_REGION",
-                                                                                    "us-east-1")},
-        }),
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
+            "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(
+                {
+                    "conn_type": "kubernetes",
+                    "extra": {"kube_config_path": str(services.kubeconfig), "namespace": NAMESPACE},
+                }
+            ),
+            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
+                {
+                    "conn_type": "aws",
+                    "login": creds["AWS_ACCESS_KEY_ID"],
+                    "password": creds["AWS_SECRET_ACCESS_KEY"],
+                    "extra": {
+                        "endpoint_url": services.s3_endpoint,
+                        "region_name": creds.get("AWS_DEFAULT_REGION", "us-east-1"),
+                    },
+                }
+            ),
+        }
+    )
     return env
 
 
@@ -86,10 +94,13 @@ def prepare_cluster(services: Services) -> None:
     api = config.new_client_from_config(config_file=str(services.kubeconfig))
     core = client.CoreV1Api(api)
     core.create_namespace({"metadata": {"name": NAMESPACE}})
-    core.create_namespaced_secret(NAMESPACE, {
-        "metadata": {"name": "s3-credentials"},
-        "stringData": {**services.s3_env, "AWS_ENDPOINT_URL": services.s3_endpoint},
-    })
+    core.create_namespaced_secret(
+        NAMESPACE,
+        {
+            "metadata": {"name": "s3-credentials"},
+            "stringData": {**services.s3_env, "AWS_ENDPOINT_URL": services.s3_endpoint},
+        },
+    )
     api.close()
 
 
@@ -97,9 +108,20 @@ def seed(services: Services, log: Path) -> None:
     env = {**os.environ, **services.s3_env, "AWS_ENDPOINT_URL": services.s3_endpoint}
     with log.open("w") as out:
         subprocess.run(
-            [sys.executable, "-m", "airflow_k8s_ml.workloads.seed",
-             "--base-model-uri", f"s3://{BUCKET}/base-model", "--input-uri", f"s3://{BUCKET}/batch-input"],
-            env=env, check=True, stdout=out, stderr=subprocess.STDOUT, timeout=300,
+            [
+                sys.executable,
+                "-m",
+                "airflow_k8s_ml.workloads.seed",
+                "--base-model-uri",
+                f"s3://{BUCKET}/base-model",
+                "--input-uri",
+                f"s3://{BUCKET}/batch-input",
+            ],
+            env=env,
+            check=True,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=300,
         )
 
 
@@ -108,8 +130,13 @@ def run_dag(env: dict[str, str], conf: dict[str, Any], log: Path) -> float:
     subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
     started = time.monotonic()
     with log.open("w") as out:
-        subprocess.run([airflow, "dags", "test", DAG_ID, "--conf", json.dumps(conf)], env=env, stdout=out,
-                       stderr=subprocess.STDOUT, timeout=1800)
+        subprocess.run(
+            [airflow, "dags", "test", DAG_ID, "--conf", json.dumps(conf)],
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            timeout=1800,
+        )
     return time.monotonic() - started
 
 

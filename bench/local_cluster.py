@@ -21,7 +21,7 @@ from airflow_k8s_ml.local_cluster.settings import ClusterSettings
 
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def pod_start_latency(core: client.CoreV1Api, namespace: str, count: int) -> list[float]:
@@ -49,11 +49,17 @@ def pod_start_latency(core: client.CoreV1Api, namespace: str, count: int) -> lis
     for i in range(count):
         name = f"bench-{i}"
         created_at[name] = time.perf_counter()
-        core.create_namespaced_pod(namespace, {
-            "metadata": {"name": name},
-            "spec": {"restartPolicy": "Never", "terminationGracePeriodSeconds": 1,
-                     "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "30"]}]},
-        })
+        core.create_namespaced_pod(
+            namespace,
+            {
+                "metadata": {"name": name},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "terminationGracePeriodSeconds": 1,
+                    "containers": [{"name": "main", "image": "busybox", "command": ["sleep", "30"]}],
+                },
+            },
+        )
         time.sleep(0.05)
     done.wait(120)
     for name in list(created_at):
@@ -63,7 +69,9 @@ def pod_start_latency(core: client.CoreV1Api, namespace: str, count: int) -> lis
 
 def throughput(core: client.CoreV1Api, namespace: str, seconds: float, verb: str) -> float:
     for i in range(20):
-        core.create_namespaced_config_map(namespace, {"metadata": {"name": f"cm-{verb}-{i}"}, "data": {"k": "v"}})
+        core.create_namespaced_config_map(
+            namespace, {"metadata": {"name": f"cm-{verb}-{i}"}, "data": {"k": "v"}}
+        )
     count = 0
     end = time.perf_counter() + seconds
     while time.perf_counter() < end:
@@ -91,8 +99,10 @@ def main() -> None:
     ms = [x * 1000 for x in latencies]
     print(f"pods started: {len(ms)}/{args.pods}")
     if ms:
-        print(f"pod start latency (create -> process running): p50 {statistics.median(ms):.1f} ms, "
-              f"p99 {percentile(ms, 0.99):.1f} ms, max {max(ms):.1f} ms")
+        print(
+            f"pod start latency (create -> process running): p50 {statistics.median(ms):.1f} ms, "
+            f"p99 {percentile(ms, 0.99):.1f} ms, max {max(ms):.1f} ms"
+        )
     print(f"list throughput (20 configmaps per list, one keep-alive HTTPS client): {list_rate:.0f} req/s")
     print(f"get throughput (one keep-alive HTTPS client): {get_rate:.0f} req/s")
 

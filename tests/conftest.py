@@ -1,4 +1,4 @@
-"""Shared fixtures: the local cluster (tests/cluster_fixtures.py) and the local S3 endpoint (tests/s3_fixtures.py)."""
+"""Shared fixtures: the local cluster (tests/cluster_fixtures.py) and local S3 (tests/s3_fixtures.py)."""
 
 import importlib.util
 

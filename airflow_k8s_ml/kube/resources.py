@@ -16,9 +16,12 @@ from urllib.parse import quote
 from airflow_k8s_ml.errors import ValidationError
 
 __all__ = [
+    "DEFAULT_API_VERSIONS",
     "JOB_NAME_LABEL",
     "LEGACY_JOB_NAME_LABEL",
     "PYTORCHJOB_NAME_LABEL",
+    "REPLICA_INDEX_LABEL",
+    "REPLICA_TYPE_LABEL",
     "Resource",
     "pod_label_key",
     "pod_selector",

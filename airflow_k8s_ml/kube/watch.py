@@ -34,7 +34,15 @@ from typing import Any, Literal
 from airflow_k8s_ml.kube.errors import ApiError, api_error
 from airflow_k8s_ml.kube.resources import Resource
 
-__all__ = ["SharedWatch", "Subscription", "WatchKey", "WatchRegistry", "WatchSettings", "get_registry"]
+__all__ = [
+    "SharedWatch",
+    "Subscription",
+    "WatchKey",
+    "WatchRegistry",
+    "WatchSettings",
+    "get_registry",
+    "reset_registry",
+]
 
 log = logging.getLogger(__name__)
 Obj = dict[str, Any]

@@ -120,7 +120,9 @@ class LocalCluster:
         if self.settings.tls:
             self._ca_path, cert, key = generate_tls(state, self.settings.host)
             ssl_ctx = server_ssl_context(cert, key)
-        self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0)
+        # handler_cancellation: a client that closes a watch must release it at once, not at its next write.
+        self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0,
+                                     handler_cancellation=True)
         await self._runner.setup()
         site = web.TCPSite(
             self._runner, self.settings.host, self.settings.port, ssl_context=ssl_ctx, reuse_address=True

@@ -409,10 +409,10 @@ class ApiServer:
             bookmark_every = self.cluster.settings.bookmark_interval if bookmarks else None
             next_bookmark = loop.time() + bookmark_every if bookmark_every else None
             while True:
-                wait_for = [t for t in (deadline, next_bookmark) if t is not None]
+                wait_for: builtins.list[float] = [t for t in (deadline, next_bookmark) if t is not None]
                 timeout_left = max(min(wait_for) - loop.time(), 0) if wait_for else None
                 try:
-                    change = await asyncio.wait_for(w.queue.get(), timeout_left)
+                    live: Change | None = await asyncio.wait_for(w.queue.get(), timeout_left)
                 except TimeoutError:
                     now = loop.time()
                     if deadline is not None and now >= deadline:
@@ -428,9 +428,9 @@ class ApiServer:
                         )
                         next_bookmark = now + bookmark_every
                     continue
-                if change is None:
+                if live is None:
                     break
-                await self._send_change(send, rt, change, matches)
+                await self._send_change(send, rt, live, matches)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -475,7 +475,7 @@ class ApiServer:
 
         return matches
 
-    async def _read_object(self, request: web.Request, rt: ResourceType) -> tuple[Obj, list[str]]:
+    async def _read_object(self, request: web.Request, rt: ResourceType) -> tuple[Obj, builtins.list[str]]:
         decoded = decode_body(await request.read(), request.headers.get("Content-Type", JSON))
         obj = decoded.body
         if not isinstance(obj, dict):

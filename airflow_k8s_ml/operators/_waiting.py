@@ -6,8 +6,8 @@ the worker with the same pure pieces the trigger uses (``status.classify``, ``de
 :func:`~airflow_k8s_ml.triggers.deadlines.check_deadlines`, the trigger's diagnostics), so both modes
 produce the same :class:`~airflow_k8s_ml.triggers.events.WorkloadEvent`.
 
-Import-light at module level (the operators import :class:`WaitSettings` at DAG parse time); the trigger,
-the clients and the classifiers are imported inside the functions.
+Only imported at execute time (parse-time validation uses :func:`~._args.check_wait_args`); the trigger,
+the clients and the classifiers are still imported inside the functions that need them.
 """
 
 from __future__ import annotations
@@ -35,11 +35,15 @@ __all__ = [
     "evaluate_once",
     "poll_until_done",
     "raise_for_event",
+    "settled_state",
     "with_diagnostics",
 ]
 
 _log = logging.getLogger(__name__)
 
+#: Reads (and the pause before each) waiting for a succeeded workload's completionTime (settled_state).
+SETTLE_READS = 10
+SETTLE_PAUSE = 0.1
 #: How long a deadline expiry waits for the Foreground deletion to finish (pods gone) before failing anyway.
 DELETE_WAIT_SECONDS = 60.0
 
@@ -239,6 +243,29 @@ def poll_until_done(
         )
         now = time.time()
         time.sleep(max(0.05, min(settings.poll_interval, (expires - now + 0.01) if expires else 1e9)))
+
+
+# -- finishing ------------------------------------------------------------------------------------------
+
+
+def settled_state(client: KubeClient, record: WorkloadRecord, state: WorkloadState) -> WorkloadState:
+    """The final success state with the controller's completion time.
+
+    Why: a Job is already succeeded at ``SuccessCriteriaMet``, a moment before the controller writes
+    ``Complete`` and ``completionTime``, and the trigger may report in between. A few quick reads settle it.
+    """
+    from airflow_k8s_ml.status import classify
+
+    for _ in range(SETTLE_READS):
+        if state.details.get("completionTime"):
+            return state
+        time.sleep(SETTLE_PAUSE)
+        obj = client.get(record.api_version, record.kind, record.name, record.namespace)
+        if obj is None or _uid(obj) != record.uid:
+            return state
+        fresh = classify(obj, record.kind)
+        state = fresh if fresh.succeeded else state
+    return state
 
 
 # -- acting on a failure ----------------------------------------------------------------------------------

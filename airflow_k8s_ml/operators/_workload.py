@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
-    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, WorkloadRecord
+    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult, WorkloadRecord
     from airflow_k8s_ml.operators._waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -281,16 +281,8 @@ class _WorkloadOperator(BaseOperator):
         )
         for path, template in pod_templates(obj):
             for index, container in enumerate((template.get("spec") or {}).get("containers") or []):
-                where = f"{path}.spec.containers[{index}]"
-                env = {item.get("name"): item for item in container.get("env") or []}
-                for var in placement.env:
-                    if var in env:
-                        raise ValidationError(
-                            f"{where}.env[{var}]", f"{var} is set by the operator; remove it"
-                        )
-                container["env"] = [{"name": k, "value": v} for k, v in placement.env.items()] + list(
-                    env.values()
-                )
+                if placement.env:
+                    container["env"] = _with_env(container, placement.env, f"{path}.spec.containers[{index}]")
                 if container.get("args"):
                     container["args"] = substitute_resume(container["args"], placement.resume_uri)
         return obj
@@ -317,8 +309,10 @@ class _WorkloadOperator(BaseOperator):
 
         decision = self._decide(context, client, key, namespace)
         if isinstance(decision, ReturnResult):
-            return self._return_existing(context, decision, namespace)
+            return self._return_existing(decision, namespace)
         if isinstance(decision, Adopt):
+            for other in decision.others:  # never created by us on purpose; say so rather than hide it
+                self.log.warning("another active %s of this task instance: %s", self.kind, other.name)
             record = self._adopt(context, decision.workload, namespace)
         else:
             record = self._launch(client, values, key, namespace, decision)
@@ -374,13 +368,13 @@ class _WorkloadOperator(BaseOperator):
         ]
         return decide(self._stored(context), found)
 
-    def _return_existing(self, context: Context, decision: Any, namespace: str) -> Any:
+    def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
         from airflow_k8s_ml.operators._outcome import result_payload
 
-        if decision.cached is not None:
+        if decision.cached is not None or decision.workload is None:
             self.log.info("%s already succeeded for this task instance; returning its result", self.kind)
-            return dict(decision.cached)
-        workload: Observed = decision.workload
+            return dict(decision.cached or {})
+        workload = decision.workload
         self.log.info(
             "%s %s/%s (attempt %d) already succeeded; returning its result without relaunching",
             self.kind,
@@ -480,14 +474,15 @@ class _WorkloadOperator(BaseOperator):
         """succeeded -> XCom (cached for retries), cleanup per ``on_finish``; anything else -> diagnostics
         into the task log, delete on a deadline (always) or a failure (``on_finish="delete"``), raise."""
         from airflow_k8s_ml.operators._outcome import result_payload
-        from airflow_k8s_ml.operators._waiting import raise_for_event
+        from airflow_k8s_ml.operators._waiting import raise_for_event, settled_state
 
         self._record = record
         client = self._client(record.namespace)
         if event.outcome != "succeeded":
             delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
             raise_for_event(client, record, event, self.log, delete=delete, lines=self.log_lines)
-        result = result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)
+        state = settled_state(client, record, event.workload_state)
+        result = result_payload(record.identity(), state, record.attempt, record.resumed_from)
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):
@@ -506,6 +501,17 @@ class _WorkloadOperator(BaseOperator):
         client = self._client(record.namespace)
         if client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid):
             self.log.info("on_kill: deleted %s %s/%s", record.kind, record.namespace, record.name)
+
+
+def _with_env(container: Mapping[str, Any], injected: Mapping[str, str], where: str) -> list[dict[str, Any]]:
+    """A raw manifest container's env with ours first; one it already sets is an error naming it."""
+    existing = list(container.get("env") or [])
+    for item in existing:
+        if isinstance(item, Mapping) and item.get("name") in injected:
+            raise ValidationError(
+                f"{where}.env[{item['name']}]", f"{item['name']} is set by the operator; remove it"
+            )
+    return [{"name": k, "value": v} for k, v in injected.items()] + existing
 
 
 def _created_at(obj: Mapping[str, Any]) -> float | None:

@@ -202,9 +202,11 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def _finish(self, record: WorkloadRecord, event: WorkloadEvent) -> dict[str, Any]:
         from airflow_k8s_ml.operators._outcome import result_payload
-        from airflow_k8s_ml.operators._waiting import raise_for_event
+        from airflow_k8s_ml.operators._waiting import raise_for_event, settled_state
 
+        client = self._client()
         if event.outcome != "succeeded":
-            raise_for_event(self._client(), record, event, self.log, delete=False, lines=self.log_lines)
+            raise_for_event(client, record, event, self.log, delete=False, lines=self.log_lines)
         self.log.info("%s %s/%s succeeded", record.kind, record.namespace, record.name)
-        return result_payload(record.identity(), event.workload_state, record.attempt, record.resumed_from)
+        state = settled_state(client, record, event.workload_state)
+        return result_payload(record.identity(), state, record.attempt, record.resumed_from)

@@ -16,5 +16,7 @@ print(",".join(sorted(name for name in heavy if name in sys.modules)))
 
 
 def test_trigger_modules_import_no_client() -> None:
-    out = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=120)
+    out = subprocess.run(
+        [sys.executable, "-c", SCRIPT], capture_output=True, text=True, check=True, timeout=120
+    )
     assert out.stdout.strip().splitlines()[-1:] in ([], [""]), out.stdout

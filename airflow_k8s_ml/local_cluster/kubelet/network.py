@@ -1,6 +1,7 @@
 """Pod networking on one machine: a distinct loopback address per pod, so ports never clash.
 
-Linux routes all of 127.0.0.0/8 to the loopback interface, so every pod gets its own ``127.B.x.y`` (B random per cluster) and
+Linux routes all of 127.0.0.0/8 to the loopback interface, so every pod gets its own ``127.B.x.y``
+(B random per cluster) and
 two pods (two replicas of one Deployment) can both listen on port 8080. Processes that bind the wildcard
 address (``0.0.0.0``/``""``, what most servers do) would still clash, so Python processes get a tiny
 ``sitecustomize`` (directory ``pyshim``, put first on ``PYTHONPATH``) that rewrites wildcard IPv4 binds to

@@ -1,0 +1,239 @@
+"""The demo's summary: what the nightly DAG run did, read back from Airflow's database, the cluster and S3.
+
+Separate from :mod:`airflow_k8s_ml.demo` (which orchestrates) so the report can be tested and reused:
+``collect`` gathers facts, ``render`` formats them, ``draw_training_curve`` writes the PNG.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from airflow_k8s_ml.errors import K8sMLError
+
+
+def _airflow_rows(env: dict[str, str], dag_id: str) -> dict[str, Any]:
+    """The newest run of ``dag_id``: its state, task instances and return-value XComs."""
+    os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW")})
+    from airflow.models.dagrun import DagRun
+    from airflow.models.taskinstance import TaskInstance
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        run = session.query(DagRun).filter(DagRun.dag_id == dag_id).order_by(DagRun.id.desc()).first()
+        if run is None:
+            return {"state": "not run", "tasks": [], "xcoms": {}}
+        tis = (
+            session.query(TaskInstance)
+            .filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)
+            .all()
+        )
+        tasks = sorted(
+            (
+                {
+                    "task_id": ti.task_id,
+                    "state": str(ti.state),
+                    "try_number": ti.try_number,
+                    "start": ti.start_date.timestamp() if ti.start_date else None,
+                    "end": ti.end_date.timestamp() if ti.end_date else None,
+                }
+                for ti in tis
+            ),
+            key=lambda t: t["start"] or float("inf"),
+        )
+        xcoms: dict[str, Any] = {}
+        for row in session.query(XComModel).filter(
+            XComModel.dag_id == dag_id, XComModel.run_id == run.run_id, XComModel.key == "return_value"
+        ):
+            xcoms[row.task_id] = XComModel.deserialize_value(row)
+        return {
+            "state": str(run.state),
+            "tasks": tasks,
+            "xcoms": xcoms,
+            "run_start": run.start_date.timestamp() if run.start_date else None,
+            "run_end": run.end_date.timestamp() if run.end_date else None,
+        }
+
+
+def _history(checkpoint_uri: str, s3_env: dict[str, str], endpoint: str) -> list[dict[str, Any]]:
+    """Per-epoch curve from the checkpoint's ``history.jsonl`` (written by the finetune workload)."""
+    from airflow_k8s_ml.checkpoints import download_checkpoint
+
+    os.environ.update({**s3_env, "AWS_ENDPOINT_URL": endpoint})
+    with tempfile.TemporaryDirectory() as tmp:
+        download_checkpoint(checkpoint_uri, tmp, verify=True)
+        found = list(Path(tmp).rglob("history.jsonl"))
+        if not found:
+            return []
+        return [json.loads(line) for line in found[0].read_text().splitlines() if line.strip()]
+
+
+def _s3_json(uri: str, s3_env: dict[str, str], endpoint: str) -> dict[str, Any] | None:
+    import boto3
+
+    bucket, _, key = uri.removeprefix("s3://").partition("/")
+    client = boto3.client(
+        "s3",
+        endpoint_url=endpoint,
+        aws_access_key_id=s3_env["AWS_ACCESS_KEY_ID"],
+        aws_secret_access_key=s3_env["AWS_SECRET_ACCESS_KEY"],
+        region_name=s3_env.get("AWS_DEFAULT_REGION", "us-east-1"),
+    )
+    try:
+        return json.loads(client.get_object(Bucket=bucket, Key=key)["Body"].read())  # type: ignore[no-any-return]
+    except client.exceptions.NoSuchKey:
+        return None
+
+
+def _predict(kubeconfig: Path, deploy: dict[str, Any]) -> dict[str, Any] | None:
+    """One prediction through the API server's service proxy, as a client outside the cluster would."""
+    from kubernetes import config
+
+    from airflow_k8s_ml.workloads.dataset import load_digits
+
+    data = load_digits()
+    features = [float(x) for x in data.features[-1]]
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        path = deploy["service_url"].rstrip("/") + "/predict"
+        response = api.call_api(
+            path,
+            "POST",
+            header_params={"Content-Type": "application/json"},
+            body={"instances": [features]},
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
+        answer = json.loads(response.data)
+        answer["expected"] = int(data.labels[-1])
+        answer["path"] = path
+        return answer  # type: ignore[no-any-return]
+    finally:
+        api.close()
+
+
+def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dict[str, Any]:
+    summary = _airflow_rows(env, dag_id)
+    summary["wall_seconds"] = wall
+    xcoms = summary["xcoms"]
+    training = next((v for k, v in xcoms.items() if k.startswith("fine_tune") and isinstance(v, dict)), None)
+    gate = xcoms.get("checkpoint_gate")
+    deploy = xcoms.get("deploy_model")
+    batch = xcoms.get("batch_inference")
+    summary.update(training=training, gate=gate, deploy=deploy, batch=batch)
+    problems: list[str] = []
+    if gate:
+        try:
+            summary["history"] = _history(gate["uri"], services.s3_env, services.s3_endpoint)
+        except (K8sMLError, OSError, KeyError) as exc:
+            problems.append(f"history: {exc}")
+    if deploy:
+        try:
+            summary["prediction"] = _predict(services.kubeconfig, deploy)
+        except Exception as exc:  # the report must not hide the run's outcome behind a reporting error
+            problems.append(f"prediction: {exc}")
+    if batch and (batch.get("manual_job") or {}).get("output_uri"):
+        output = batch["manual_job"]["output_uri"].rstrip("/") + "/_SUMMARY.json"
+        summary["batch_summary_uri"] = output
+        summary["batch_summary"] = _s3_json(output, services.s3_env, services.s3_endpoint)
+    workload_seconds = sum(
+        float(x.get("duration_seconds") or 0)
+        for x in (training, (batch or {}).get("manual_job"))
+        if isinstance(x, dict)
+    )
+    summary["workload_seconds"] = workload_seconds
+    summary["problems"] = problems
+    return summary
+
+
+def render(summary: dict[str, Any]) -> str:
+    lines = [
+        "",
+        "=== nightly_finetune on the embedded local cluster ===",
+        f"DAG run state: {summary.get('state')}",
+    ]
+    gate = summary.get("gate") or {}
+    if gate:
+        metrics = ", ".join(
+            f"{k}={v:.4f}" if isinstance(v, float) else f"{k}={v}"
+            for k, v in sorted((gate.get("metrics") or {}).items())
+        )
+        lines += [f"checkpoint: {gate.get('uri')} (step {gate.get('step')})", f"final metrics: {metrics}"]
+    training = summary.get("training") or {}
+    if training:
+        lines.append(
+            f"training: {training.get('kind')} {training.get('namespace')}/{training.get('name')} "
+            f"{training.get('state')} in {float(training.get('duration_seconds') or 0):.1f}s "
+            f"(attempts {training.get('attempts')}, resumed from {training.get('resumed_from')})"
+        )
+    deploy = summary.get("deploy") or {}
+    if deploy:
+        lines.append(
+            f"deployment: {deploy.get('namespace')}/{deploy.get('deployment')} revision "
+            f"{deploy.get('revision')} serving {deploy.get('model_uri')}"
+        )
+    prediction = summary.get("prediction")
+    if prediction:
+        lines.append(
+            f"prediction via service proxy {prediction.get('path')}: {prediction.get('predictions')} "
+            f"(expected {prediction.get('expected')})"
+        )
+    if summary.get("batch_summary_uri"):
+        batch_summary = summary.get("batch_summary") or {}
+        lines.append(
+            f"batch predictions: {summary['batch_summary_uri']} ({batch_summary.get('count', '?')} rows)"
+        )
+    lines.append("per-task durations:")
+    for task in summary.get("tasks", []):
+        duration = (task["end"] - task["start"]) if task["start"] and task["end"] else 0.0
+        lines.append(
+            f"  {task['task_id']:<28} {task['state']:<10} {duration:6.1f}s  (try {task['try_number']})"
+        )
+    wall = float(summary.get("wall_seconds") or 0)
+    workloads = float(summary.get("workload_seconds") or 0)
+    if wall:
+        overhead = wall - workloads
+        lines.append(
+            f"DAG wall time {wall:.1f}s; workloads' own run time {workloads:.1f}s (training + batch "
+            f"Job, start to completion); orchestration overhead {overhead:.1f}s = "
+            f"{100 * overhead / wall:.0f}% of wall time"
+        )
+    for problem in summary.get("problems", []):
+        lines.append(f"note: {problem}")
+    return "\n".join(lines) + "\n"
+
+
+def draw_training_curve(summary: dict[str, Any], path: Path) -> None:
+    history = summary.get("history") or []
+    if not history:
+        return
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    epochs = [h.get("epoch") for h in history]
+    fig, loss_axis = plt.subplots(figsize=(7, 4), dpi=100)
+    loss_axis.plot(epochs, [h.get("train_loss") for h in history], "o-", label="train loss")
+    loss_axis.plot(epochs, [h.get("val_loss") for h in history], "s--", label="validation loss")
+    loss_axis.set_xlabel("epoch")
+    loss_axis.set_ylabel("loss")
+    accuracy_axis = loss_axis.twinx()
+    accuracy_axis.plot(
+        epochs, [h.get("val_accuracy") for h in history], "^-", color="tab:green", label="validation accuracy"
+    )
+    accuracy_axis.set_ylabel("accuracy")
+    accuracy_axis.set_ylim(0, 1)
+    handles = loss_axis.get_legend_handles_labels()[0] + accuracy_axis.get_legend_handles_labels()[0]
+    labels = loss_axis.get_legend_handles_labels()[1] + accuracy_axis.get_legend_handles_labels()[1]
+    loss_axis.legend(handles, labels, loc="center right")
+    gate = summary.get("gate") or {}
+    loss_axis.set_title(f"nightly fine-tune: {gate.get('uri', '')}", fontsize=9)
+    fig.tight_layout()
+    fig.savefig(path)
+    plt.close(fig)
