@@ -177,6 +177,7 @@ def main(argv: list[str] | None = None) -> int:
         home = Path(tmp)
         os.environ.setdefault("AIRFLOW_HOME", str(home / "airflow-home"))
         os.environ["AIRFLOW__CORE__LOAD_EXAMPLES"] = "False"
+        os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")  # no per-parse "Filling up" lines
         bundle = home / "dags"
         bundle.mkdir()
         sources = {"EmptyOperator": EMPTY_DAG, "FineTuneJob": ONE_TASK_DAG, "pipeline (3)": PIPELINE_DAG}

@@ -82,6 +82,12 @@ def to_timedelta(value: Any, field: str) -> timedelta | None:
         return None
     if isinstance(value, bool):
         raise ValidationError(field, f"must be a timedelta or a number of seconds, got {value!r}")
+    if isinstance(value, str):
+        # A rendered template (e.g. "{{ params.run_timeout_minutes * 60 }}") arrives as text.
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValidationError(field, f"must be a timedelta or a number of seconds, got {value!r}") from None
     if isinstance(value, int | float):
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):
@@ -134,8 +140,10 @@ def check_wait_args(
         ("run_timeout", run_timeout),
         ("poll_interval", poll_interval),
     ):
-        to_timedelta(value, name)
-    parse_deadline(deadline)
+        if not is_templated(value):  # templated budgets are checked once rendered, before any API call
+            to_timedelta(value, name)
+    if not is_templated(deadline):
+        parse_deadline(deadline)
     if isinstance(log_lines, bool) or not isinstance(log_lines, int) or log_lines < 0:
         raise ValidationError("log_lines", f"must be an integer >= 0, got {log_lines!r}")
 

@@ -110,7 +110,10 @@ class _WorkloadOperator(BaseOperator):
     api_version: ClassVar[str]
     #: Pod arguments that ``manifest=`` replaces (set either, not both).
     pod_fields: ClassVar[tuple[str, ...]] = ()
-    template_fields: Sequence[str] = ("namespace", "resume_from", "checkpoint_uri", "deadline", "manifest")
+    template_fields: Sequence[str] = (
+        "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
+        "admission_timeout", "startup_timeout", "run_timeout",
+    )
     ui_color = "#dbe9f6"
 
     def __init__(

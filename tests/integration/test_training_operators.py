@@ -433,7 +433,14 @@ def test_non_deferrable_mode_polls_with_the_same_outcomes(batch: Any, core: Any,
     ok = finetune("sync-ok", namespace, "print('fine')", deferrable=False, poll_interval=0.2)
     result = run_task(ok, make_context("sync-ok"))
     assert result["state"]["phase"] == "succeeded"
-    late = finetune("sync-late", namespace, "import time; time.sleep(60)", deferrable=False, run_timeout=1)
+    late = finetune(
+        "sync-late",
+        namespace,
+        "import time; time.sleep(60)",
+        deferrable=False,
+        poll_interval=0.2,
+        run_timeout=1,
+    )
     with pytest.raises(DeadlineExceeded, match="run deadline 1s exceeded"):
         run_task(late, make_context("sync-late"))
     assert [j.metadata.name for j in jobs(batch, namespace)] == [result["name"]]  # the late one is deleted

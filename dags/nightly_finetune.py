@@ -1,0 +1,171 @@
+"""Nightly retraining: fine-tune -> checkpoint gate -> deploy -> batch inference (CronJob + run now).
+
+The same file runs on the embedded local cluster (``make demo``) and on a real cluster: only the
+connections differ (``kubernetes_default`` -> a kubeconfig, ``aws_default`` -> S3 or MinIO). Pods read S3
+credentials from the Secret ``s3-credentials`` in the target namespace (or workload identity).
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pendulum
+from airflow.providers.standard.operators.python import BranchPythonOperator, ShortCircuitOperator
+from airflow.sdk import DAG, Param
+
+from airflow_k8s_ml.operators import (
+    BatchInferenceCronJobOperator,
+    CheckpointCheckOperator,
+    FineTuneJobOperator,
+    InferenceDeploymentOperator,
+    PyTorchJobOperator,
+)
+
+LOCAL_TZ = pendulum.timezone("Europe/Amsterdam")
+NAMESPACE = "ml"
+BUCKET = "s3://ml"
+#: The image holding this package's workloads (`pip install airflow-k8s-ml[workloads]`); the local cluster
+#: records it and runs the command with its own Python.
+IMAGE = "ghcr.io/airflow-k8s-ml/workloads:0.1.0"
+CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ ts_nodash }}"
+BASE_MODEL = BUCKET + "/base-model/step-1/"
+GATE_URI = "{{ ti.xcom_pull(task_ids='checkpoint_gate')['uri'] }}"
+S3_SECRET = ["s3-credentials"]
+
+FINETUNE_ARGS = [
+    "-m", "airflow_k8s_ml.workloads.finetune",
+    "--epochs", "{{ params.epochs }}",
+    "--checkpoint-uri", CHECKPOINTS,
+    "--base-model", BASE_MODEL,
+    "--max-train-samples", "{{ params.max_train_samples }}",
+]
+#: Phase budgets from Params (seconds), so a run triggered from the UI can tighten or relax them.
+DEADLINES = {
+    "admission_timeout": "{{ params.admission_timeout_minutes * 60 }}",
+    "startup_timeout": "{{ params.startup_timeout_minutes * 60 }}",
+    "run_timeout": "{{ params.run_timeout_minutes * 60 }}",
+}
+TRAINING = {
+    "namespace": NAMESPACE,
+    "image": IMAGE,
+    "command": ["python"],
+    "args": FINETUNE_ARGS,
+    "env_from": S3_SECRET,
+    "requests": {"cpu": "1", "memory": "2Gi"},
+    "limits": {"memory": "4Gi"},
+    # Retries resume from the newest complete checkpoint of this run (env RESUME_FROM).
+    "resume_from": "latest",
+    "checkpoint_uri": CHECKPOINTS,
+    "active_deadline_seconds": 4 * 3600,  # Kubernetes-side backstop
+    "deadline": timedelta(hours=6),
+    "retries": 2,
+    "retry_delay": timedelta(minutes=2),
+    **DEADLINES,
+}
+
+DOC = """
+### Nightly fine-tune
+
+1. **fine_tune** — a `batch/v1` Job (`mode=job`) or a Kubeflow `PyTorchJob` with `workers` workers
+   (`mode=pytorchjob`), warm-started from the base model; a checkpoint per epoch; retries resume from the
+   newest complete checkpoint. Admission, start-up and run deadlines come from the Params.
+2. **checkpoint_gate** — newest complete checkpoint, integrity verified from S3 checksums, and
+   `val_accuracy >= accuracy_threshold`.
+3. **deploy_model** (when `deploy`) — Deployment + Service + HPA + PDB, rollout wait, smoke test through
+   the API server's service proxy, rollback on failure.
+4. **batch_inference** — a CronJob for nightly scoring plus a run now.
+"""
+
+with DAG(
+    dag_id="nightly_finetune",
+    description="Fine-tune, gate, deploy and batch-score a model every night",
+    schedule="30 1 * * *",
+    start_date=pendulum.datetime(2026, 11, 1, tz=LOCAL_TZ),
+    catchup=False,
+    max_active_runs=1,
+    dagrun_timeout=timedelta(hours=8),
+    default_args={"owner": "ml-platform", "retries": 1, "retry_delay": timedelta(minutes=5)},
+    tags=["ml", "kubernetes"],
+    doc_md=DOC,
+    params={
+        "mode": Param("job", enum=["job", "pytorchjob"], description="batch/v1 Job or Kubeflow PyTorchJob"),
+        "workers": Param(1, type="integer", minimum=1, maximum=16, description="PyTorchJob workers"),
+        "epochs": Param(5, type="integer", minimum=1, maximum=100),
+        "max_train_samples": Param(1200, type="integer", minimum=100),
+        "accuracy_threshold": Param(0.85, type="number", minimum=0, maximum=1),
+        "deploy": Param(True, type="boolean", description="deploy the gated model"),
+        "admission_timeout_minutes": Param(30, type="integer", minimum=1),
+        "startup_timeout_minutes": Param(15, type="integer", minimum=1),
+        "run_timeout_minutes": Param(120, type="integer", minimum=1),
+    },
+) as dag:
+    choose = BranchPythonOperator(
+        task_id="choose_training_mode",
+        python_callable=lambda params: (
+            "fine_tune_pytorchjob" if params["mode"] == "pytorchjob" else "fine_tune_job"
+        ),
+        doc_md="Picks the Job or the PyTorchJob path from the `mode` Param.",
+    )
+    job = FineTuneJobOperator(
+        task_id="fine_tune_job",
+        doc_md="Single-process fine-tune as a `batch/v1` Job.",
+        **TRAINING,  # type: ignore[arg-type]
+    )
+    pytorchjob = PyTorchJobOperator(
+        task_id="fine_tune_pytorchjob",
+        doc_md="Distributed (DDP, gloo) fine-tune as a Kubeflow PyTorchJob: master + `workers` workers.",
+        workers="{{ params.workers }}",  # type: ignore[arg-type]
+        **TRAINING,  # type: ignore[arg-type]
+    )
+    gate = CheckpointCheckOperator(
+        task_id="checkpoint_gate",
+        trigger_rule="none_failed_min_one_success",
+        base_uri=CHECKPOINTS,
+        metric_rules='{"val_accuracy": ">= {{ params.accuracy_threshold }}"}',
+        doc_md="Newest complete checkpoint of this run, verified without download, gated on accuracy.",
+    )
+    should_deploy = ShortCircuitOperator(
+        task_id="should_deploy",
+        python_callable=lambda params: bool(params["deploy"]),
+        ignore_downstream_trigger_rules=True,
+        doc_md="Skips deployment and batch scoring when the `deploy` Param is false.",
+    )
+    deploy = InferenceDeploymentOperator(
+        task_id="deploy_model",
+        name="digits",
+        namespace=NAMESPACE,
+        model_uri=GATE_URI,
+        image=IMAGE,
+        command=["python", "-m", "airflow_k8s_ml.workloads.serve"],
+        env_from_secrets=S3_SECRET,
+        requests={"cpu": "250m", "memory": "512Mi"},
+        replicas=2,
+        port=8080,
+        readiness_path="/readyz",
+        liveness_path="/healthz",
+        autoscaling={"min_replicas": 2, "max_replicas": 4, "target_cpu_utilization": 70},
+        pdb_min_available=1,
+        smoke_path="/predict",
+        smoke_request={"instances": [[0.0] * 64]},
+        expected_response=["$.predictions"],
+        rollout_timeout=timedelta(minutes=15),
+        doc_md="Deployment + Service + HPA + PDB; rollout wait, smoke test, rollback on failure.",
+    )
+    batch = BatchInferenceCronJobOperator(
+        task_id="batch_inference",
+        name="digits-batch",
+        namespace=NAMESPACE,
+        schedule="0 3 * * *",
+        time_zone="Europe/Amsterdam",
+        model_uri=GATE_URI,
+        input_uri=BUCKET + "/batch-input/",
+        output_uri=BUCKET + "/predictions/{{ ds_nodash }}/",
+        image=IMAGE,
+        command=["python", "-m", "airflow_k8s_ml.workloads.batch_predict"],
+        env_from_secrets=S3_SECRET,
+        run_now=True,
+        run_timeout=timedelta(minutes=30),
+        doc_md="CronJob for nightly batch scoring, plus a run now with the freshly gated model.",
+    )
+
+    choose >> [job, pytorchjob] >> gate >> should_deploy >> deploy >> batch
