@@ -22,7 +22,7 @@ from typing import Any
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DAG_ID = "nightly_finetune"
 NAMESPACE = "ml"
-BUCKET = "ml"
+BUCKET = "ml-models"
 
 
 @dataclass
@@ -140,9 +140,17 @@ def run_dag(env: dict[str, str], conf: dict[str, Any], log: Path) -> float:
     return time.monotonic() - started
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main(output: Path) -> int:
+    import signal
+
     from airflow_k8s_ml import demo_report
 
+    # SIGTERM unwinds like Ctrl-C, so the context managers stop every pod process and the S3 server.
+    signal.signal(signal.SIGTERM, _interrupt)
     output = output.resolve()
     output.mkdir(parents=True, exist_ok=True)
     conf = json.loads(os.environ.get("DEMO_CONF", "{}"))

@@ -117,6 +117,31 @@ def _predict(kubeconfig: Path, deploy: dict[str, Any]) -> dict[str, Any] | None:
         api.close()
 
 
+def _rollout_seconds(kubeconfig: Path, deploy: dict[str, Any]) -> float:
+    """The serving workload's own start-up: its ReplicaSet's creation to the Deployment becoming available
+    (pods starting, model loading, readiness probes) - time the workload spends, not the orchestrator."""
+    from kubernetes import client, config
+
+    from airflow_k8s_ml.local_cluster.meta import parse_time
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        apps = client.AppsV1Api(api)
+        namespace = deploy["namespace"]
+        deployment = apps.read_namespaced_deployment(deploy["deployment"], namespace)
+        revision = str(deploy.get("revision"))
+        sets = [rs for rs in apps.list_namespaced_replica_set(namespace).items
+                if (rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision") == revision
+                and any(ref.uid == deployment.metadata.uid for ref in rs.metadata.owner_references or [])]
+        available = next((c for c in deployment.status.conditions or [] if c.type == "Available"), None)
+        if not sets or available is None or available.last_transition_time is None:
+            return 0.0
+        created = parse_time(sets[0].metadata.creation_timestamp.isoformat())
+        return max(0.0, parse_time(available.last_transition_time.isoformat()) - created)
+    finally:
+        api.close()
+
+
 def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dict[str, Any]:
     summary = _airflow_rows(env, dag_id)
     summary["wall_seconds"] = wall

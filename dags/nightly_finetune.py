@@ -23,7 +23,7 @@ from airflow_k8s_ml.operators import (
 
 LOCAL_TZ = pendulum.timezone("Europe/Amsterdam")
 NAMESPACE = "ml"
-BUCKET = "s3://ml"
+BUCKET = "s3://ml-models"
 #: The image holding this package's workloads (`pip install airflow-k8s-ml[workloads]`); the local cluster
 #: records it and runs the command with its own Python.
 IMAGE = "ghcr.io/airflow-k8s-ml/workloads:0.1.0"
@@ -139,7 +139,6 @@ with DAG(
         command=["python", "-m", "airflow_k8s_ml.workloads.serve"],
         env_from_secrets=S3_SECRET,
         requests={"cpu": "250m", "memory": "512Mi"},
-        replicas=2,
         port=8080,
         readiness_path="/readyz",
         liveness_path="/healthz",

@@ -87,7 +87,9 @@ def to_timedelta(value: Any, field: str) -> timedelta | None:
         try:
             value = float(value.strip())
         except ValueError:
-            raise ValidationError(field, f"must be a timedelta or a number of seconds, got {value!r}") from None
+            raise ValidationError(
+                field, f"must be a timedelta or a number of seconds, got {value!r}"
+            ) from None
     if isinstance(value, int | float):
         value = timedelta(seconds=value)
     if not isinstance(value, timedelta):

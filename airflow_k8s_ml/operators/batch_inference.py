@@ -26,6 +26,7 @@ from airflow_k8s_ml.manifests.batch import build_cronjob
 from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
+from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
 from airflow_k8s_ml.operators._serving import batch_spec, object_labels, run_key
 
@@ -277,11 +278,9 @@ class BatchInferenceCronJobOperator(BaseOperator):
                 annotations=attempt_key.annotations(),
             )
             self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, job["metadata"]["name"], self.name)
-        self.defer(
-            trigger=self._trigger(job),
-            method_name="execute_complete",
-            kwargs={"result": result, "attempts": max([f.attempt for f in found] + [1])},
-        )
+        kwargs = {"result": result, "attempts": max([f.attempt for f in found] + [1])}
+        _defer_state.stash(context, "execute_complete", kwargs)
+        self.defer(trigger=self._trigger(job), method_name="execute_complete", kwargs=kwargs)
 
     def _trigger(self, job: Mapping[str, Any]) -> Any:
         from airflow_k8s_ml.triggers.deadlines import Deadlines
@@ -305,10 +304,11 @@ class BatchInferenceCronJobOperator(BaseOperator):
             stream_logs=self.stream_logs,
         )
 
-    def execute_complete(
-        self, context: Context, event: Mapping[str, Any], result: Mapping[str, Any], attempts: int = 1
-    ) -> dict[str, Any]:
+    def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
         """The run-now Job finished (or a deadline expired): XCom on success, a precise failure otherwise."""
+        restored = _defer_state.restore(context, "execute_complete", kwargs)
+        result: Mapping[str, Any] = restored["result"]
+        attempts: int = restored.get("attempts", 1)
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
         outcome = WorkloadEvent.from_payload(event)

@@ -27,6 +27,7 @@ from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
 from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
+from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
 from airflow_k8s_ml.operators._rollout_report import (
     failure_reason,
@@ -266,6 +267,7 @@ class InferenceDeploymentOperator(BaseOperator):
             self.log.info("rollout already complete (nothing changed in the pod template)")
             return self._after_rollout(context, client, namespace, state)
         self.log.info("waiting for the rollout of deployment %s/%s", namespace, self.name)
+        _defer_state.stash(context, "execute_complete", {"state": state})
         self.defer(trigger=self._trigger(deployment), method_name="execute_complete", kwargs={"state": state})
 
     def _client(self) -> KubeClient:
@@ -319,8 +321,9 @@ class InferenceDeploymentOperator(BaseOperator):
         )
 
     # -- after the rollout ------------------------------------------------------------------------------
-    def execute_complete(self, context: Context, event: Mapping[str, Any], state: Mapping[str, Any]) -> Any:
+    def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> Any:
         """The rollout wait ended: smoke-test a success, roll back a failure or an expired deadline."""
+        state: Mapping[str, Any] = _defer_state.restore(context, "execute_complete", kwargs)["state"]
         from airflow_k8s_ml.status.rollout import rollout_status
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -468,20 +471,19 @@ class InferenceDeploymentOperator(BaseOperator):
             "failed_model_uri": served_model(deployment),
             "to_revision": previous,
         }
-        self.defer(
-            trigger=self._trigger(deployment),
-            method_name="execute_rollback_complete",
-            kwargs={"state": dict(state), "rollback": rollback},
-        )
+        kwargs = {"state": dict(state), "rollback": rollback}
+        _defer_state.stash(context, "execute_rollback_complete", kwargs)
+        self.defer(trigger=self._trigger(deployment), method_name="execute_rollback_complete", kwargs=kwargs)
 
     def execute_rollback_complete(
         self,
         context: Context,
         event: Mapping[str, Any],
-        state: Mapping[str, Any],
-        rollback: Mapping[str, Any],
+        **kwargs: Any,
     ) -> None:
         """The rollback's wait ended: always fail, saying why and which revision serves now."""
+        restored = _defer_state.restore(context, "execute_rollback_complete", kwargs)
+        rollback: Mapping[str, Any] = restored["rollback"]
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
         outcome = WorkloadEvent.from_payload(event)

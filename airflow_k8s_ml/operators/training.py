@@ -19,7 +19,7 @@ from typing import Any
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.pod import PodTemplate
 from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec, build_job, build_pytorchjob
-from airflow_k8s_ml.operators._args import substitute_resume
+from airflow_k8s_ml.operators._args import PLACEHOLDER, substitute_resume
 from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env
 
 __all__ = ["FineTuneJobOperator", "PyTorchJobOperator"]
@@ -199,6 +199,8 @@ class PyTorchJobOperator(_TrainingOperator):
     kind = "PyTorchJob"
     api_version = "kubeflow.org/v1"
     workload_fields = ("workers", "nproc_per_node", "restart_policy", "backoff_limit", "clean_pod_policy")
+    # ``workers`` may come from a Param ("{{ params.workers }}"): rendered to text, converted in the render.
+    template_fields: Sequence[str] = (*_TrainingOperator.template_fields, "workers")
 
     def __init__(
         self,
@@ -221,7 +223,7 @@ class PyTorchJobOperator(_TrainingOperator):
     def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
         spec = PyTorchJobSpec(
             master=pod_template(values, placement),
-            workers=values["workers"],
+            workers=_rendered_int(values["workers"], "workers"),
             nproc_per_node=values["nproc_per_node"],
             restart_policy=values["restart_policy"],
             backoff_limit=values["backoff_limit"],
@@ -234,3 +236,16 @@ class PyTorchJobOperator(_TrainingOperator):
         return build_pytorchjob(
             spec, placement.name, placement.namespace, placement.labels, placement.annotations
         )
+
+
+def _rendered_int(value: Any, field: str) -> Any:
+    """An integer argument that may be templated: a placeholder at parse time validates as 1 (the real
+    value is checked once rendered); rendered text is converted; anything else is left to the spec."""
+    if value == PLACEHOLDER:
+        return 1
+    if isinstance(value, str):
+        try:
+            return int(value.strip())
+        except ValueError:
+            raise ValidationError(field, f"must be an integer, got {value!r}") from None
+    return value
