@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck bench clean local-up local-down
+.PHONY: install demo demo-pytorchjob test lint typecheck bench clean local-up local-down
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -21,6 +21,10 @@ install: $(STAMP)
 
 demo: $(STAMP)
 	$(VENV)/bin/airflow-k8s-ml demo
+
+# The same DAG as a distributed Kubeflow PyTorchJob (master + 2 workers, DDP over gloo).
+demo-pytorchjob: $(STAMP)
+	DEMO_CONF='{"mode": "pytorchjob", "workers": 2}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-pytorchjob
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
