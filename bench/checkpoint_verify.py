@@ -53,13 +53,14 @@ BASE = f"s3://{BUCKET}/verify-bench"
 class CountingBody:
     """A GetObject body that adds what the caller reads to the meter (public StreamingBody API only)."""
 
-    def __init__(self, body: Any, meter: S3Meter) -> None:
+    def __init__(self, body: Any, meter: S3Meter, manifest: bool) -> None:
         self._body = body
         self._meter = meter
+        self._manifest = manifest
 
     def read(self, amt: int | None = None) -> bytes:
         chunk = self._body.read(amt)
-        self._meter.add_body_bytes(len(chunk))
+        self._meter.add_body_bytes(len(chunk), self._manifest)
         return bytes(chunk)
 
     def iter_chunks(self, chunk_size: int = 1024) -> Iterator[bytes]:
@@ -85,26 +86,35 @@ class S3Meter:
 
     http_requests: Counter[str] = field(default_factory=Counter)
     api_calls: Counter[str] = field(default_factory=Counter)
-    body_bytes: int = 0  # object data actually read from GetObject bodies
+    body_bytes: int = 0  # everything read from GetObject bodies
+    manifest_bytes: int = 0  # of which MANIFEST.json
     get_content_length: int = 0  # sum of GetObject Content-Length headers
     other_body_bytes: int = 0  # response bodies of every other operation (listing XML, errors)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def attach(self, client: Any) -> Any:
         events = client.meta.events
+        events.register("before-parameter-build.s3.GetObject", self._remember_key)
         events.register("before-send.s3.*", self._before_send)
         events.register("after-call.s3.*", self._after_call)
         return client
 
-    def add_body_bytes(self, n: int) -> None:
+    def add_body_bytes(self, n: int, manifest: bool) -> None:
         with self._lock:
             self.body_bytes += n
+            if manifest:
+                self.manifest_bytes += n
+
+    def _remember_key(self, params: dict[str, Any], context: dict[str, Any], **_: Any) -> None:
+        context["bench_key"] = str(params.get("Key", ""))  # after-call gets the same context
 
     def _before_send(self, event_name: str, **_: Any) -> None:  # must return None: a value short-circuits
         with self._lock:
             self.http_requests[event_name.rsplit(".", 1)[-1]] += 1
 
-    def _after_call(self, event_name: str, http_response: Any, parsed: Any, **_: Any) -> None:
+    def _after_call(
+        self, event_name: str, http_response: Any, parsed: Any, context: dict[str, Any], **_: Any
+    ) -> None:
         op = event_name.rsplit(".", 1)[-1]
         with self._lock:
             self.api_calls[op] += 1
@@ -113,7 +123,8 @@ class S3Meter:
             else:
                 self.other_body_bytes += len(http_response.content or b"")
         if op == "GetObject" and isinstance(parsed, dict) and "Body" in parsed:
-            parsed["Body"] = CountingBody(parsed["Body"], self)
+            manifest = context.get("bench_key", "").endswith("/MANIFEST.json")
+            parsed["Body"] = CountingBody(parsed["Body"], self, manifest)
 
 
 # -- the run -------------------------------------------------------------------------------------------
@@ -144,6 +155,8 @@ def report_verify(mode: str, meter: S3Meter, seconds: float, problems: list[str]
     if meter.api_calls != meter.http_requests:
         print(f"  API calls        : {dict(meter.api_calls)} (differs from HTTP requests: retries)")
     print(f"  bytes downloaded : {fmt_bytes(meter.body_bytes)} read from GetObject bodies")
+    print(f"    of which MANIFEST.json: {fmt_bytes(meter.manifest_bytes)}")
+    print(f"    of which shard data   : {fmt_bytes(meter.body_bytes - meter.manifest_bytes)}")
     print(f"    GetObject Content-Length sum: {fmt_bytes(meter.get_content_length)}")
     print(f"    other response bodies (listing XML): {fmt_bytes(meter.other_body_bytes)}")
     print(f"  wall time        : {seconds:.3f} s")
@@ -212,7 +225,9 @@ def run(args: argparse.Namespace) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--shards", type=int, default=64)
     parser.add_argument("--shard-mib", type=float, default=4.0, help="size of each shard in MiB")
     parser.add_argument("--workers", type=int, default=8, help="parallel uploads / verify requests")

@@ -96,7 +96,7 @@ def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
     options.state_dir.mkdir(parents=True, exist_ok=True)
     (options.state_dir / "kubeconfig").unlink(missing_ok=True)
     log = open(options.state_dir / "server.log", "ab")  # noqa: SIM115 - handed to the child
-    subprocess.Popen(
+    child = subprocess.Popen(
         [sys.executable, "-m", "airflow_k8s_ml.local_cluster", "serve", *options.argv()],
         stdout=log,
         stderr=subprocess.STDOUT,
@@ -107,6 +107,9 @@ def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
     while time.monotonic() < deadline:
         if ping(options.state_dir):
             return options.state_dir / "kubeconfig"
+        if child.poll() is not None:  # it died (e.g. the port is taken): say why at once
+            tail = (options.state_dir / "server.log").read_text(errors="replace").strip().splitlines()[-3:]
+            raise RuntimeError("local cluster failed to start: " + " | ".join(tail))
         time.sleep(0.1)
     raise RuntimeError(
         f"local cluster did not become ready in {timeout:.0f}s; see {options.state_dir}/server.log"

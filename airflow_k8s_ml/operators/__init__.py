@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 #: public name -> submodule defining it
 _EXPORTS: dict[str, str] = {
     "BatchInferenceCronJobOperator": "batch_inference",
+    "BatchInferenceJobOperator": "batch_job",
     "CheckpointCheckOperator": "checkpoint",
     "FineTuneJobOperator": "training",
     "InferenceDeploymentOperator": "inference",
@@ -21,6 +22,7 @@ _EXPORTS: dict[str, str] = {
 
 __all__ = [
     "BatchInferenceCronJobOperator",
+    "BatchInferenceJobOperator",
     "CheckpointCheckOperator",
     "FineTuneJobOperator",
     "InferenceDeploymentOperator",
@@ -43,6 +45,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
+    from airflow_k8s_ml.operators.batch_job import BatchInferenceJobOperator
     from airflow_k8s_ml.operators.checkpoint import CheckpointCheckOperator
     from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
     from airflow_k8s_ml.operators.training import FineTuneJobOperator, PyTorchJobOperator

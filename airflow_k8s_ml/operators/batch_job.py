@@ -1,0 +1,186 @@
+"""``BatchInferenceJobOperator``: the batch-inference Job, run once per DAG run (Airflow owns the schedule).
+
+Why a subclass of :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`: a batch-prediction run is a
+one-pod batch/v1 Job like a fine-tune, and everything around it - submit-or-adopt, phased deadlines, live logs,
+diagnostics on failure, the result cached for retries - is the same. This class only adds the three URIs: it
+validates them (``s3://`` or ``file://``), injects them as ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (the env
+``workloads.batch_predict`` and the CronJob form read), defaults the command to the reference workload, and
+adds ``output_uri`` to the XCom so downstream tasks find the predictions of *this* run.
+
+The CronJob form (:class:`~airflow_k8s_ml.operators.batch_inference.BatchInferenceCronJobOperator`) renders
+the same container; ``docs/serving.md`` ("CronJob or Airflow-scheduled Job?") says when to pick which.
+
+Import-light like the other operators: nothing here imports the Kubernetes client or boto3.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated
+from airflow_k8s_ml.operators._workload import Placement
+from airflow_k8s_ml.operators.training import FineTuneJobOperator
+
+if TYPE_CHECKING:
+    from airflow.sdk import Context
+
+    from airflow_k8s_ml.manifests.naming import RunKey
+    from airflow_k8s_ml.operators._adopt import ReturnResult, WorkloadRecord
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+__all__ = ["DEFAULT_COMMAND", "URI_ENV", "BatchInferenceJobOperator", "check_batch_uri"]
+
+#: The reference batch workload; it reads its URIs from the injected env when no flags are given.
+DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
+#: Operator argument -> env var of the pod (the same names the CronJob form injects).
+URI_ENV: dict[str, str] = {"model_uri": "MODEL_URI", "input_uri": "INPUT_URI", "output_uri": "OUTPUT_URI"}
+_SCHEMES = ("s3://", "file://")
+_EXPECTED = "must be an s3://bucket/prefix or file:///abs/path URI"
+
+
+def _uri_text(value: Any, field: str) -> str | None:
+    """The URI a (possibly rendered) argument holds, or None while it is unresolved (a Jinja placeholder or
+    an XComArg at parse time). ``model_uri`` may be the checkpoint gate's XCom ``{"uri", "step", ...}``."""
+    if isinstance(value, Mapping) and field == "model_uri":
+        value = value.get("uri")
+    if value == PLACEHOLDER:
+        return None
+    if value is not None and not isinstance(value, str | Mapping | list | tuple) and hasattr(value, "resolve"):
+        return None  # an XComArg: Airflow resolves it when the task renders its fields
+    if not isinstance(value, str) or not value.strip():
+        gate = " or the checkpoint gate's XCom with a 'uri'" if field == "model_uri" else ""
+        raise ValidationError(field, f"{_EXPECTED}{gate}, got {value!r}")
+    return value.strip()
+
+
+def check_batch_uri(value: Any, field: str) -> str | None:
+    """A batch URI checked as the pod will read it: ``s3://bucket[/prefix]`` or ``file:///abs/path``.
+
+    Bare paths are refused (unlike checkpoint URIs): the workload needs a scheme to pick its storage, and a
+    path means different things on the Airflow worker and in the pod. Returns the URI, or None while the
+    value is still a template.
+    """
+    text = _uri_text(value, field)
+    if text is None:
+        return None
+    if not text.startswith(_SCHEMES):
+        raise ValidationError(field, f"{_EXPECTED}, got {text!r}")
+    from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+    parse_uri(text, field)  # a bucket-less s3:// or a relative/'..' file path is named here
+    return text
+
+
+def _check_static_scheme(value: Any, field: str) -> None:
+    """Parse time, for a templated URI: its literal start, when it already names a scheme, must be ours.
+
+    ``s3://b/predictions/{{ ds_nodash }}/`` passes; ``gs://b/{{ ds }}/`` fails at DAG import rather than at
+    the first run. A template that starts with Jinja (``{{ var.value.out }}``) waits for ``execute``.
+    """
+    if not (isinstance(value, str) and is_templated(value)):
+        return
+    head = value.strip().split("{{", 1)[0].split("{%", 1)[0]
+    if "://" in head and not head.startswith(_SCHEMES):
+        raise ValidationError(field, f"{_EXPECTED}, got {value!r}")
+
+
+class BatchInferenceJobOperator(FineTuneJobOperator):
+    """Score ``input_uri`` with the model at ``model_uri`` into ``output_uri`` as one batch/v1 Job per DAG run,
+    and wait for it (deferrable), adopting instead of duplicating.
+
+    :param model_uri: checkpoint folder URI, or the checkpoint gate's XCom ``{"uri", "step", ...}``
+        (templated); env ``MODEL_URI``.
+    :param input_uri: prefix whose direct children are the batch files (templated); env ``INPUT_URI``.
+    :param output_uri: prefix to write the predictions and ``_SUMMARY.json`` to (templated); env
+        ``OUTPUT_URI``. Make it per run, e.g. ``s3://b/predictions/{{ ds_nodash }}/``: a backfill of date X
+        then writes X's folder, and a rerun overwrites only its own. It must differ from ``input_uri``
+        (predictions written among the inputs would be scored by the next run).
+    :param image: the workload image (templated).
+    :param command: default ``["python", "-m", "airflow_k8s_ml.workloads.batch_predict"]``, which reads the
+        three URIs from the env; ``args`` (templated) are appended as for any container.
+
+    All URIs are ``s3://`` or ``file://``. Static values are checked when the DAG file is parsed, templated
+    ones after rendering and before any API call; a bad one raises ``ValidationError`` naming the field.
+
+    Everything else is :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`'s: the pod arguments
+    (``env`` - which may not set the three variables above -, ``secret_env``, ``env_from``, ``requests``,
+    ``limits``, ``gpus``, ``gpu_resource``, ``node_selector``, ``tolerations``, ``image_pull_secrets``,
+    ``volumes``, ``service_account``, ``scheduler_name``, ``pod_security_context`` /
+    ``container_security_context`` (None: the restrictive default), ``shm_size``, ``pod_options``), the Job
+    arguments (``backoff_limit`` default 0 - Airflow's retries retry, each try a new Job -, ``restart_policy``,
+    ``active_deadline_seconds``, ``ttl_seconds_after_finished``, ``queue_name``, ``labels``), ``manifest``,
+    ``namespace``, ``kubernetes_conn_id``, the deadlines (``admission_timeout``, ``startup_timeout``,
+    ``run_timeout``, ``deadline``), ``on_finish``, ``deferrable``, ``poll_interval``, ``stream_logs``,
+    ``log_lines``.
+
+    Returns (XCom) the training result ``{kind, name, namespace, uid, state, reason, started_at,
+    finished_at, duration_seconds, attempts, resumed_from}`` plus ``output_uri``. A retry of a task instance
+    whose Job already succeeded returns that result without running a second Job.
+    """
+
+    template_fields: Sequence[str] = (*FineTuneJobOperator.template_fields, *URI_ENV)
+    ui_color = "#efe6f5"
+
+    def __init__(
+        self,
+        *,
+        model_uri: str | Mapping[str, Any],
+        input_uri: str,
+        output_uri: str,
+        command: Sequence[str] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        if command is None and kwargs.get("manifest") is None:
+            command = list(DEFAULT_COMMAND)
+        # FineTuneJobOperator.__init__ validates at its end; ours is skipped until the URIs are set (below).
+        super().__init__(command=command, **kwargs)
+        self.model_uri = model_uri
+        self.input_uri = input_uri
+        self.output_uri = output_uri
+        for field in URI_ENV:
+            _check_static_scheme(getattr(self, field), field)
+        self._validate_at_parse_time()
+
+    def _validate_at_parse_time(self) -> None:
+        if "output_uri" in vars(self):  # not yet while FineTuneJobOperator.__init__ runs
+            super()._validate_at_parse_time()
+
+    def spec_fields(self) -> tuple[str, ...]:
+        return (*super().spec_fields(), *URI_ENV)
+
+    # -- validation and rendering -------------------------------------------------------------------------
+    def _check_common(self, values: Mapping[str, Any]) -> None:
+        """The base checks plus the URIs: at parse time (placeholders skipped) and in ``execute`` before the
+        first API call."""
+        super()._check_common(values)
+        uris = {field: check_batch_uri(values[field], field) for field in URI_ENV}
+        if uris["input_uri"] is not None and uris["output_uri"] is not None:
+            from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+            if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
+                raise ValidationError(
+                    "output_uri",
+                    f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
+                    "input by the next run",
+                )
+
+    def _placement(
+        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
+    ) -> Placement:
+        """The base placement plus ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` in the injected env (a user env
+        setting one of them is refused, naming it; a raw ``manifest=`` gets them in every container)."""
+        placement = super()._placement(values, key, namespace, resume_uri)
+        uris = {var: _uri_text(values[field], field) or PLACEHOLDER for field, var in URI_ENV.items()}
+        return placement._replace(env={**uris, **placement.env})
+
+    # -- result -------------------------------------------------------------------------------------------
+    def _with_output(self, result: Mapping[str, Any]) -> dict[str, Any]:
+        return {**result, "output_uri": _uri_text(self.output_uri, "output_uri")}
+
+    def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> Any:
+        return self._with_output(super()._finish(context, record, event))
+
+    def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
+        return self._with_output(super()._return_existing(decision, namespace))
