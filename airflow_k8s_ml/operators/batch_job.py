@@ -1,11 +1,11 @@
 """``BatchInferenceJobOperator``: the batch-inference Job, run once per DAG run (Airflow owns the schedule).
 
-Why a subclass of :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`: a batch-prediction run is a
-one-pod batch/v1 Job like a fine-tune, and everything around it - submit-or-adopt, phased deadlines, live logs,
-diagnostics on failure, the result cached for retries - is the same. This class only adds the three URIs: it
-validates them (``s3://`` or ``file://``), injects them as ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (the env
-``workloads.batch_predict`` and the CronJob form read), defaults the command to the reference workload, and
-adds ``output_uri`` to the XCom so downstream tasks find the predictions of *this* run.
+Why a subclass of :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`: a batch-prediction run is
+a one-pod batch/v1 Job like a fine-tune, and everything around it - submit-or-adopt, phased deadlines, live
+logs, diagnostics on failure, the result cached for retries - is the same. This class only adds the three
+URIs: it validates them (``s3://`` or ``file://``), injects them as ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI``
+(the env ``workloads.batch_predict`` and the CronJob form read), defaults the command to the reference
+workload, and adds ``output_uri`` to the XCom so downstream tasks find the predictions of *this* run.
 
 The CronJob form (:class:`~airflow_k8s_ml.operators.batch_inference.BatchInferenceCronJobOperator`) renders
 the same container; ``docs/serving.md`` ("CronJob or Airflow-scheduled Job?") says when to pick which.
@@ -47,7 +47,7 @@ def _uri_text(value: Any, field: str) -> str | None:
         value = value.get("uri")
     if value == PLACEHOLDER:
         return None
-    if value is not None and not isinstance(value, str | Mapping | list | tuple) and hasattr(value, "resolve"):
+    if hasattr(value, "resolve") and not isinstance(value, str | Mapping):
         return None  # an XComArg: Airflow resolves it when the task renders its fields
     if not isinstance(value, str) or not value.strip():
         gate = " or the checkpoint gate's XCom with a 'uri'" if field == "model_uri" else ""
@@ -87,8 +87,8 @@ def _check_static_scheme(value: Any, field: str) -> None:
 
 
 class BatchInferenceJobOperator(FineTuneJobOperator):
-    """Score ``input_uri`` with the model at ``model_uri`` into ``output_uri`` as one batch/v1 Job per DAG run,
-    and wait for it (deferrable), adopting instead of duplicating.
+    """Score ``input_uri`` with the model at ``model_uri`` into ``output_uri`` as one batch/v1 Job per DAG
+    run, and wait for it (deferrable), adopting instead of duplicating.
 
     :param model_uri: checkpoint folder URI, or the checkpoint gate's XCom ``{"uri", "step", ...}``
         (templated); env ``MODEL_URI``.
@@ -104,16 +104,18 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
     All URIs are ``s3://`` or ``file://``. Static values are checked when the DAG file is parsed, templated
     ones after rendering and before any API call; a bad one raises ``ValidationError`` naming the field.
 
-    Everything else is :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`'s: the pod arguments
-    (``env`` - which may not set the three variables above -, ``secret_env``, ``env_from``, ``requests``,
-    ``limits``, ``gpus``, ``gpu_resource``, ``node_selector``, ``tolerations``, ``image_pull_secrets``,
-    ``volumes``, ``service_account``, ``scheduler_name``, ``pod_security_context`` /
-    ``container_security_context`` (None: the restrictive default), ``shm_size``, ``pod_options``), the Job
-    arguments (``backoff_limit`` default 0 - Airflow's retries retry, each try a new Job -, ``restart_policy``,
-    ``active_deadline_seconds``, ``ttl_seconds_after_finished``, ``queue_name``, ``labels``), ``manifest``,
-    ``namespace``, ``kubernetes_conn_id``, the deadlines (``admission_timeout``, ``startup_timeout``,
-    ``run_timeout``, ``deadline``), ``on_finish``, ``deferrable``, ``poll_interval``, ``stream_logs``,
-    ``log_lines``.
+    Everything else is :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`'s:
+
+    - the pod arguments ``env`` (which may not set the three variables above), ``secret_env``, ``env_from``,
+      ``requests``, ``limits``, ``gpus``, ``gpu_resource``, ``node_selector``, ``tolerations``,
+      ``image_pull_secrets``, ``volumes``, ``service_account``, ``scheduler_name``, ``pod_security_context``
+      / ``container_security_context`` (None: the restrictive default), ``shm_size``, ``pod_options``;
+    - the Job arguments ``backoff_limit`` (default 0: Airflow's retries retry, each try a new Job),
+      ``restart_policy``, ``active_deadline_seconds``, ``ttl_seconds_after_finished``, ``queue_name``
+      (Kueue), ``labels``, and ``manifest`` (raw escape hatch; the URIs are injected into its containers);
+    - ``namespace``, ``kubernetes_conn_id``, the Airflow-side deadlines (``admission_timeout``,
+      ``startup_timeout``, ``run_timeout``, ``deadline``), ``on_finish``, ``deferrable``, ``poll_interval``,
+      ``stream_logs``, ``log_lines``.
 
     Returns (XCom) the training result ``{kind, name, namespace, uid, state, reason, started_at,
     finished_at, duration_seconds, attempts, resumed_from}`` plus ``output_uri``. A retry of a task instance

@@ -34,7 +34,9 @@ URI_VARS = ("MODEL_URI", "INPUT_URI", "OUTPUT_URI")
 def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """The Airflow connection the operator uses by default, pointing at the local cluster."""
     extra = {"kube_config_path": str(cluster.kubeconfig_path)}
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra}))
+    monkeypatch.setenv(
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
+    )
 
 
 @pytest.fixture(scope="module")
@@ -43,7 +45,13 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     describes for ``workloads.seed``."""
     root = tmp_path_factory.mktemp("batch-job-seed")
     env = {k: v for k, v in os.environ.items() if k not in URI_VARS}
-    command = [sys.executable, "-m", "airflow_k8s_ml.workloads.seed", "--base-model-uri", f"file://{root}/base"]
+    command = [
+        sys.executable,
+        "-m",
+        "airflow_k8s_ml.workloads.seed",
+        "--base-model-uri",
+        f"file://{root}/base",
+    ]
     command += ["--input-uri", f"file://{root}/in", "--batches", "2", "--rows-per-batch", "20"]
     proc = subprocess.run(command, capture_output=True, text=True, env=env, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -55,7 +63,9 @@ def seeded(tmp_path_factory: pytest.TempPathFactory) -> dict[str, str]:
     }
 
 
-def score(namespace: str, seeded: dict[str, str], output_uri: str, **kwargs: Any) -> BatchInferenceJobOperator:
+def score(
+    namespace: str, seeded: dict[str, str], output_uri: str, **kwargs: Any
+) -> BatchInferenceJobOperator:
     args: dict[str, Any] = {
         "task_id": "score",
         "namespace": namespace,
@@ -127,7 +137,10 @@ def test_each_run_scores_into_its_own_folder_and_a_retry_reuses_the_result(
     # A backfill of another date is another DAG run: its own Job, its own folder.
     backfill = dag_run("2024-04-30")
     earlier = run_task(rendered(score(namespace, seeded, output), backfill), backfill)
-    assert earlier["output_uri"] == f"file://{tmp_path}/predictions/20240430/" and earlier["uid"] != result["uid"]
+    assert (
+        earlier["output_uri"] == f"file://{tmp_path}/predictions/20240430/"
+        and earlier["uid"] != result["uid"]
+    )
     assert json.loads((tmp_path / "predictions" / "20240430" / "_SUMMARY.json").read_text())["count"] == 40
     assert len(jobs(batch, namespace)) == 2
 

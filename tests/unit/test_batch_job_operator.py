@@ -116,7 +116,9 @@ def test_raw_manifest_gets_the_uris_and_no_default_command() -> None:
             "template": {
                 "spec": {
                     "restartPolicy": "Never",
-                    "containers": [{"name": "scorer", "image": "digits:1", "env": [{"name": "X", "value": "1"}]}],
+                    "containers": [
+                        {"name": "scorer", "image": "digits:1", "env": [{"name": "X", "value": "1"}]}
+                    ],
                 }
             }
         },
