@@ -18,13 +18,13 @@ OUT = Path(__file__).resolve().parent / "dag.png"
 
 #: task_id -> (x, y, operator, what it does, fill colour)
 TASKS: dict[str, tuple[float, float, str, str, str]] = {
-    "choose_training_mode": (1.0, 2.0, "BranchPythonOperator", "Param mode", "#eeeeee"),
-    "fine_tune_job": (3.6, 3.1, "FineTuneJobOperator", "batch/v1 Job", "#dbe9f6"),
-    "fine_tune_pytorchjob": (3.6, 0.9, "PyTorchJobOperator", "master + N workers", "#dbe9f6"),
-    "checkpoint_gate": (6.2, 2.0, "CheckpointCheckOperator", "val_accuracy >= threshold", "#e8f4e8"),
-    "should_deploy": (8.6, 2.0, "ShortCircuitOperator", "Param deploy", "#eeeeee"),
-    "deploy_model": (11.0, 2.0, "InferenceDeploymentOperator", "rollout, smoke, rollback", "#e3f0e8"),
-    "batch_inference": (13.4, 2.0, "BatchInferenceCronJobOperator", "CronJob + run now", "#efe6f5"),
+    "choose_training_mode": (1.2, 2.0, "BranchPythonOperator", "Param mode", "#eeeeee"),
+    "fine_tune_job": (4.6, 3.1, "FineTuneJobOperator", "batch/v1 Job", "#dbe9f6"),
+    "fine_tune_pytorchjob": (4.6, 0.9, "PyTorchJobOperator", "master + N workers", "#dbe9f6"),
+    "checkpoint_gate": (8.0, 2.0, "CheckpointCheckOperator", "val_accuracy >= threshold", "#e8f4e8"),
+    "should_deploy": (10.8, 2.0, "ShortCircuitOperator", "Param deploy", "#eeeeee"),
+    "deploy_model": (14.2, 2.0, "InferenceDeploymentOperator", "rollout, smoke, rollback", "#e3f0e8"),
+    "batch_inference": (17.0, 2.0, "BatchInferenceCronJobOperator", "CronJob + run now", "#efe6f5"),
 }
 #: (upstream, downstream, label on the arrow)
 EDGES: list[tuple[str, str, str]] = [
@@ -36,12 +36,12 @@ EDGES: list[tuple[str, str, str]] = [
     ("should_deploy", "deploy_model", "deploy=true"),
     ("deploy_model", "batch_inference", ""),
 ]
-BOX_W, BOX_H = 2.1, 1.05
+BOX_W, BOX_H = 2.3, 1.05
 
 
 def draw(out: Path = OUT) -> Path:
-    fig, ax = plt.subplots(figsize=(15, 4.6), dpi=110)
-    ax.set_xlim(-0.2, 14.6)
+    fig, ax = plt.subplots(figsize=(16.5, 4.6), dpi=110)
+    ax.set_xlim(-0.1, 18.3)
     ax.set_ylim(0.0, 4.15)
     ax.axis("off")
     for task_id, (x, y, operator, what, colour) in TASKS.items():
@@ -73,18 +73,21 @@ def draw(out: Path = OUT) -> Path:
         )
         ax.add_patch(arrow)
         if label:
+            # Straight arrows: label above the middle; branches: left of the arrowhead, at the target's y.
+            start, end = x0 + BOX_W / 2, x1 - BOX_W / 2
+            horizontal = y1 == y0
             ax.text(
-                (x0 + x1) / 2,
-                (y0 + y1) / 2 + (0.22 if y1 >= y0 else -0.22),
+                (start + end) / 2 if horizontal else end - 0.22,
+                y0 + 0.25 if horizontal else y1,
                 label,
-                ha="center",
+                ha="center" if horizontal else "right",
                 va="center",
                 fontsize=8.5,
                 color="#1f4e79",
                 bbox={"facecolor": "white", "edgecolor": "none", "pad": 1.0},
             )
     ax.text(
-        6.2,
+        8.0,
         1.28,
         "trigger_rule: none_failed_min_one_success",
         ha="center",
@@ -92,9 +95,7 @@ def draw(out: Path = OUT) -> Path:
         fontsize=7.8,
         color="#666666",
     )
-    ax.set_title(
-        "nightly_finetune  (schedule 30 1 * * *, Europe/Amsterdam)", fontsize=12, loc="left", pad=6
-    )
+    ax.set_title("nightly_finetune  (schedule 30 1 * * *, Europe/Amsterdam)", fontsize=12, loc="left", pad=6)
     fig.tight_layout()
     fig.savefig(out, facecolor="white")
     plt.close(fig)
