@@ -166,14 +166,23 @@ def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dic
         output = batch["manual_job"]["output_uri"].rstrip("/") + "/_SUMMARY.json"
         summary["batch_summary_uri"] = output
         summary["batch_summary"] = _s3_json(output, services.s3_env, services.s3_endpoint)
-    workload_seconds = sum(
+    jobs = sum(
         float(x.get("duration_seconds") or 0)
         for x in (training, (batch or {}).get("manual_job"))
         if isinstance(x, dict)
     )
-    summary["workload_seconds"] = workload_seconds
+    rollout = _rollout_seconds(services.kubeconfig, deploy) if deploy else 0.0
+    summary["rollout_seconds"] = rollout
+    summary["workload_seconds"] = jobs + rollout
+    if summary.get("run_start") and summary.get("run_end"):
+        # The DAG run itself, from the database: excludes `airflow dags test` start-up and DAG parsing.
+        summary["wall_seconds"] = summary["run_end"] - summary["run_start"]
     summary["problems"] = problems
     return summary
+
+
+def _phase(state: Any) -> Any:
+    return state.get("phase") if isinstance(state, dict) else state
 
 
 def render(summary: dict[str, Any]) -> str:
@@ -193,7 +202,7 @@ def render(summary: dict[str, Any]) -> str:
     if training:
         lines.append(
             f"training: {training.get('kind')} {training.get('namespace')}/{training.get('name')} "
-            f"{training.get('state')} in {float(training.get('duration_seconds') or 0):.1f}s "
+            f"{_phase(training.get('state'))} in {float(training.get('duration_seconds') or 0):.1f}s "
             f"(attempts {training.get('attempts')}, resumed from {training.get('resumed_from')})"
         )
     deploy = summary.get("deploy") or {}
@@ -224,9 +233,9 @@ def render(summary: dict[str, Any]) -> str:
     if wall:
         overhead = wall - workloads
         lines.append(
-            f"DAG wall time {wall:.1f}s; workloads' own run time {workloads:.1f}s (training + batch "
-            f"Job, start to completion); orchestration overhead {overhead:.1f}s = "
-            f"{100 * overhead / wall:.0f}% of wall time"
+            f"DAG run wall time {wall:.1f}s; workloads' own run time {workloads:.1f}s (training and batch "
+            f"Jobs start to completion, plus {float(summary.get('rollout_seconds') or 0):.1f}s serving "
+            f"rollout); orchestration overhead {overhead:.1f}s = {100 * overhead / wall:.0f}% of wall time"
         )
     for problem in summary.get("problems", []):
         lines.append(f"note: {problem}")
