@@ -12,19 +12,32 @@ Obj = dict[str, Any]
 
 
 def human_duration(seconds: float) -> str:
-    """kubectl's duration.HumanDuration, simplified: 45s, 3m10s, 5h, 2d."""
-    s = int(max(seconds, 0))
+    """kubectl's ``duration.HumanDuration`` (k8s.io/apimachinery/pkg/util/duration), bucket for bucket."""
+    s = int(seconds)
+    if s < -1:
+        return "<invalid>"
+    if s < 0:
+        return "0s"
     if s < 120:
         return f"{s}s"
-    m = s // 60
-    if m < 10:
-        return f"{m}m{s % 60}s" if s % 60 else f"{m}m"
-    if m < 180:
-        return f"{m}m"
-    h = m // 60
-    if h < 48:
-        return f"{h}h"
-    return f"{h // 24}d"
+    minutes = s // 60
+    if minutes < 10:
+        return f"{minutes}m{s % 60}s" if s % 60 else f"{minutes}m"
+    if minutes < 180:
+        return f"{minutes}m"
+    hours = s // 3600
+    if hours < 8:
+        return f"{hours}h{minutes % 60}m" if minutes % 60 else f"{hours}h"
+    if hours < 48:
+        return f"{hours}h"
+    if hours < 24 * 8:
+        return f"{hours // 24}d{hours % 24}h" if hours % 24 else f"{hours // 24}d"
+    if hours < 24 * 365 * 2:
+        return f"{hours // 24}d"
+    if hours < 24 * 365 * 8:
+        days = (hours // 24) % 365
+        return f"{hours // 24 // 365}y{days}d" if days else f"{hours // 24 // 365}y"
+    return f"{hours // 24 // 365}y"
 
 
 def _age(obj: Obj) -> str:
@@ -129,6 +142,27 @@ COLUMNS: dict[str, list[Column]] = {
         ("Type", "string", lambda o: o["spec"].get("type", "ClusterIP")),
         ("Cluster-IP", "string", lambda o: o["spec"].get("clusterIP", "")),
         ("Age", "string", _age),
+    ],
+    "ReplicaSet": [
+        ("Desired", "integer", lambda o: o["spec"].get("replicas", 1)),
+        ("Current", "integer", lambda o: o.get("status", {}).get("replicas", 0)),
+        ("Ready", "integer", lambda o: o.get("status", {}).get("readyReplicas", 0)),
+        ("Age", "string", _age),
+    ],
+    "HorizontalPodAutoscaler": [
+        ("Reference", "string", lambda o: f"{o['spec']['scaleTargetRef'].get('kind')}/"
+                                          f"{o['spec']['scaleTargetRef'].get('name')}"),
+        ("Minpods", "integer", lambda o: o["spec"].get("minReplicas", 1)),
+        ("Maxpods", "integer", lambda o: o["spec"].get("maxReplicas", 0)),
+        ("Replicas", "integer", lambda o: o.get("status", {}).get("currentReplicas", 0)),
+        ("Age", "string", _age),
+    ],
+    "Node": [
+        ("Status", "string", lambda o: "Ready" if any(
+            c.get("type") == "Ready" and c.get("status") == "True"
+            for c in o.get("status", {}).get("conditions") or []) else "NotReady"),
+        ("Age", "string", _age),
+        ("Version", "string", lambda o: o.get("status", {}).get("nodeInfo", {}).get("kubeletVersion", "")),
     ],
 }
 
