@@ -22,7 +22,7 @@ from typing import Any, TypeVar
 
 from airflow_k8s_ml.kube.errors import ApiError, api_error
 from airflow_k8s_ml.kube.events import format_warnings, select_warnings
-from airflow_k8s_ml.kube.resources import Resource, resource_for
+from airflow_k8s_ml.kube.resources import Resource, call_api_arguments, resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
 
 __all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube"]
@@ -74,15 +74,14 @@ class AsyncKube:
         self.requests += 1
         try:
             response = await self.api_client.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=timeout or self.settings.request_timeout,
+                **call_api_arguments(
+                    path,
+                    method,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
+                    timeout=timeout or self.settings.request_timeout,
+                )
             )
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise ApiError(0, type(exc).__name__, str(exc) or type(exc).__name__) from exc

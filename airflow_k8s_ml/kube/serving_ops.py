@@ -24,7 +24,6 @@ __all__ = [
     "ProxyResponse",
     "apply_object",
     "create_job_from_cronjob",
-    "previous_log_tail",
     "proxy_request",
     "prune",
     "replica_sets_of",
@@ -198,30 +197,6 @@ def prune(
         return False
     uid = (current.get("metadata") or {}).get("uid")
     return client.delete(api_version, kind, name, namespace, propagation="Background", uid=uid)
-
-
-def previous_log_tail(client: KubeClient, pod: str, namespace: str, container: str, lines: int = 10) -> str:
-    """The last lines of the *previous* instance of a container (``kubectl logs --previous``): for a crash
-    loop that is where the error is; the current instance may not have printed anything yet. "" if none."""
-    from kubernetes.client.exceptions import ApiException
-
-    path = f"/api/v1/namespaces/{quote(namespace, safe='')}/pods/{quote(pod, safe='')}/log"
-    query = [("container", container), ("previous", "true"), ("tailLines", str(lines))]
-    try:
-        response = client.api_client.call_api(
-            path,
-            "GET",
-            query_params=query,
-            header_params={"Accept": "text/plain, */*"},
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=10,
-        )
-    except ApiException:
-        return ""
-    data = response.data or b""
-    return data.decode("utf-8", "replace")
 
 
 def describe_body(text: str, limit: int = 300) -> str:

@@ -22,6 +22,7 @@ from airflow_k8s_ml.kube.resources import (
     JOB_NAME_LABEL,
     LEGACY_JOB_NAME_LABEL,
     Resource,
+    call_api_arguments,
     pod_label_key,
     resource_for,
     resource_of,
@@ -100,15 +101,14 @@ class KubeClient:
 
         try:
             return self.api_client.call_api(
-                path,
-                method,
-                query_params=query or [],
-                header_params={"Accept": "application/json", "Content-Type": content_type},
-                body=body,
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=timeout or self.request_timeout,
+                **call_api_arguments(
+                    path,
+                    method,
+                    query=query,
+                    body=body,
+                    content_type=content_type,
+                    timeout=timeout or self.request_timeout,
+                )
             )
         except ApiException as exc:
             if not exc.status:
@@ -343,12 +343,23 @@ class KubeClient:
         return pods
 
     def pod_log_tail(
-        self, pod_name: str, namespace: str | None = None, container: str | None = None, lines: int = 50
+        self,
+        pod_name: str,
+        namespace: str | None = None,
+        container: str | None = None,
+        lines: int = 50,
+        *,
+        previous: bool = False,
     ) -> str:
-        """The last ``lines`` lines of the pod's log; "" when there is none yet (container not started)."""
+        """The last ``lines`` lines of the pod's log; "" when there is none yet (container not started).
+
+        ``previous`` reads the container's previous instance (``kubectl logs --previous``): in a crash loop
+        that is where the error is; "" when there was none."""
         query: Query = [("tailLines", str(lines))]
         if container:
             query.append(("container", container))
+        if previous:
+            query.append(("previous", "true"))
         path = resource_for("v1", "Pod").object_path(self._ns(namespace), pod_name, "log")
 
         def call() -> str:

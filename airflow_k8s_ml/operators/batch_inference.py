@@ -28,7 +28,7 @@ from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name, validate_na
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
-from airflow_k8s_ml.operators._serving import batch_spec, object_labels, run_key
+from airflow_k8s_ml.operators._serving import POD_ARGUMENTS, batch_spec, object_labels, run_key
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -93,15 +93,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         "model_uri",
         "input_uri",
         "output_uri",
-        "image",
-        "command",
-        "args",
-        "env",
-        "secret_env",
-        "env_from_secrets",
-        "requests",
-        "limits",
-        "gpus",
+        *POD_ARGUMENTS,  # the pod arguments, as the spec builders in _serving read them
         "pod_options",
         "concurrency_policy",
         "starting_deadline_seconds",

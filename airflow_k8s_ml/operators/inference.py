@@ -37,7 +37,13 @@ from airflow_k8s_ml.operators._rollout_report import (
     rollout_error,
     served_model,
 )
-from airflow_k8s_ml.operators._serving import inference_spec, render_inference, resolve_model_uri, run_key
+from airflow_k8s_ml.operators._serving import (
+    POD_ARGUMENTS,
+    inference_spec,
+    render_inference,
+    resolve_model_uri,
+    run_key,
+)
 from airflow_k8s_ml.operators._smoke import validate_smoke_args
 from airflow_k8s_ml.operators._smoke_probe import SERVICE_PORT_NAME, SmokeSettings
 
@@ -197,15 +203,7 @@ class InferenceDeploymentOperator(BaseOperator):
         "name",
         "namespace",
         "model_uri",
-        "image",
-        "command",
-        "args",
-        "env",
-        "secret_env",
-        "env_from_secrets",
-        "requests",
-        "limits",
-        "gpus",
+        *POD_ARGUMENTS,  # the pod arguments, as the spec builders in _serving read them
         "pod_options",
         "replicas",
         "port",
@@ -350,7 +348,7 @@ class InferenceDeploymentOperator(BaseOperator):
     def _pods_report(self, client: KubeClient, deployment: Mapping[str, Any], failed_revision: int) -> str:
         """What is wrong with the new revision's pods (crash loop, image pull...), with their last log lines
         in the task log: the failure message should say why, not only that the deadline passed."""
-        from airflow_k8s_ml.kube.serving_ops import previous_log_tail, replica_sets_of
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
         from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
 
         try:
@@ -366,7 +364,7 @@ class InferenceDeploymentOperator(BaseOperator):
                 if trouble is None:
                     continue
                 last_line = ""
-                tail = previous_log_tail(client, name, namespace, INFERENCE_CONTAINER)
+                tail = client.pod_log_tail(name, namespace, INFERENCE_CONTAINER, lines=10, previous=True)
                 tail = tail or client.pod_log_tail(name, namespace, INFERENCE_CONTAINER, lines=10)
                 for line in tail.splitlines():
                     self.log.error("[%s] %s", name, line)
