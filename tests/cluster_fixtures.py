@@ -7,8 +7,9 @@ back-off 0.2 s, probes 10x faster, grace period default 30 s still honoured unle
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -96,10 +97,38 @@ def namespace(core: object, request: pytest.FixtureRequest) -> Iterator[str]:
         pass
 
 
+def watch_versions(
+    list_fn: Callable[..., Any],
+    *list_args: Any,
+    name: str,
+    until: Callable[[Any], bool],
+    timeout: int,
+    since: str | None = None,
+    describe: Callable[[Any], object] = lambda obj: obj,
+) -> list[Any]:
+    """Every version of the object ``name`` seen through a watch until ``until`` holds (catches transient
+    states polling would miss); ``since`` is a resourceVersion to replay changes from."""
+    from kubernetes import watch
+
+    seen: list[Any] = []
+    stream = watch.Watch()
+    options = {"resource_version": since} if since else {}
+    for event in stream.stream(
+        list_fn, *list_args, field_selector=f"metadata.name={name}", timeout_seconds=timeout, **options
+    ):
+        seen.append(event["object"])
+        if until(event["object"]):
+            stream.stop()
+            return seen
+    raise AssertionError(
+        f"watch on {name} ended before the expected state; last: {describe(seen[-1]) if seen else None}"
+    )
+
+
 def python_cmd(code: str) -> list[str]:
     """A pod command running Python code with the cluster's interpreter (found first on PATH)."""
     return ["python", "-c", code]
 
 
-__all__ = ["fast_settings", "python_cmd"]
+__all__ = ["fast_settings", "python_cmd", "watch_versions"]
 os.environ.setdefault("AIRFLOW_K8S_ML_TEST", "1")

@@ -6,9 +6,9 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 
-from ..cluster_fixtures import python_cmd
+from ..cluster_fixtures import python_cmd, watch_versions
 
 Pod = client.V1Pod
 
@@ -55,22 +55,14 @@ def watch_pod(
 ) -> list[Pod]:
     """Every version of the pod seen until ``until`` holds (catches transient states polling would miss);
     ``since`` is a resourceVersion to replay changes from (so nothing between two calls is missed)."""
-    seen: list[Pod] = []
-    stream = watch.Watch()
-    options = {"resource_version": since} if since else {}
-    for event in stream.stream(
+    return watch_versions(
         core.list_namespaced_pod,
         namespace,
-        field_selector=f"metadata.name={name}",
-        timeout_seconds=timeout,
-        **options,
-    ):
-        seen.append(event["object"])
-        if until(event["object"]):
-            stream.stop()
-            return seen
-    raise AssertionError(
-        f"watch on {name} ended before the expected state; last: {seen[-1].status if seen else None}"
+        name=name,
+        until=until,
+        timeout=timeout,
+        since=since,
+        describe=lambda pod: pod.status,
     )
 
 

@@ -8,9 +8,10 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from kubernetes import client, watch
+from kubernetes import client
 
-from ..cluster_fixtures import python_cmd
+from ..cluster_fixtures import python_cmd, watch_versions
+from . import pod_helpers
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 Job = dict[str, Any]
@@ -105,25 +106,17 @@ def watch_job(
 ) -> list[Job]:
     """Every version of the job until ``until`` holds: transient conditions polling would miss.
     ``since`` (a resourceVersion, e.g. the created object's) replays every change after it."""
-    seen: list[Job] = []
-    stream = watch.Watch()
-    options = {"resource_version": since} if since else {}
-    for event in stream.stream(
+    return watch_versions(
         custom.list_namespaced_custom_object,
         GROUP,
         VERSION,
         namespace,
         PLURAL,
-        field_selector=f"metadata.name={name}",
-        timeout_seconds=timeout,
-        **options,
-    ):
-        seen.append(event["object"])
-        if until(event["object"]):
-            stream.stop()
-            return seen
-    raise AssertionError(
-        f"watch on {name} ended first; last status: {seen[-1].get('status') if seen else None}"
+        name=name,
+        until=until,
+        timeout=timeout,
+        since=since,
+        describe=lambda job: job.get("status"),
     )
 
 
@@ -140,8 +133,8 @@ def true_condition_history(versions: list[Job]) -> list[str]:
 
 
 def read_log(core: client.CoreV1Api, namespace: str, pod: str) -> str:
-    response = core.read_namespaced_pod_log(pod, namespace, container="pytorch", _preload_content=False)
-    return response.data.decode()  # type: ignore[no-any-return]
+    """The ``pytorch`` container's log (read raw: the client's text/plain decoding is broken)."""
+    return pod_helpers.read_log(core, namespace, pod, container="pytorch")
 
 
 def env_lines(log: str) -> dict[str, str]:
