@@ -19,11 +19,12 @@ _EXPORTS: dict[str, str] = {
     "workload_name": "naming",
     "manual_job_name": "naming",
     "sanitize_label_value": "naming",
-    "validate_name": "naming",
-    "validate_namespace": "naming",
-    "validate_dns1123_label": "naming",
-    "validate_dns1123_subdomain": "naming",
-    "validate_dns1035_label": "naming",
+    # formats
+    "validate_name": "formats",
+    "validate_namespace": "formats",
+    "validate_dns1123_label": "formats",
+    "validate_dns1123_subdomain": "formats",
+    "validate_dns1035_label": "formats",
     # quantities
     "parse_quantity": "quantities",
     "format_quantity": "quantities",
@@ -126,17 +127,19 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         job_from_cronjob,
     )
     from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule, validate_time_zone
+    from airflow_k8s_ml.manifests.formats import (
+        validate_dns1035_label,
+        validate_dns1123_label,
+        validate_dns1123_subdomain,
+        validate_name,
+        validate_namespace,
+    )
     from airflow_k8s_ml.manifests.naming import (
         RunKey,
         manual_job_name,
         run_annotations,
         run_labels,
         sanitize_label_value,
-        validate_dns1035_label,
-        validate_dns1123_label,
-        validate_dns1123_subdomain,
-        validate_name,
-        validate_namespace,
         workload_name,
     )
     from airflow_k8s_ml.manifests.pod import (

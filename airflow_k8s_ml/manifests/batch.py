@@ -20,16 +20,15 @@ from airflow_k8s_ml.manifests.cron import (
     validate_schedule,
     validate_time_zone,
 )
+from airflow_k8s_ml.manifests.formats import validate_annotations, validate_labels, validate_name
 from airflow_k8s_ml.manifests.naming import (
     ANNOTATION_PREFIX,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    merge_labels,
     object_meta,
-    validate_annotations,
-    validate_labels,
-    validate_name,
 )
-from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template, merge_labels
+from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
 from airflow_k8s_ml.manifests.validation import (
     check_bool,
     check_choice,

@@ -9,39 +9,20 @@ workload builders only add what is specific to them (restart policy, ports, prob
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import asdict, dataclass, field, fields
 from typing import Any, cast
 
-from airflow_k8s_ml.manifests.naming import (
-    ANNOTATION_PREFIX,
-    validate_annotations,
-    validate_dns1123_label,
-    validate_dns1123_subdomain,
-    validate_label_key,
-    validate_labels,
+from airflow_k8s_ml.manifests.formats import validate_dns1123_label
+from airflow_k8s_ml.manifests.naming import merge_labels
+from airflow_k8s_ml.manifests.pod_rules import (
+    SHM_VOLUME,
+    check_pod_fields,
+    toleration_fields,
+    volume_fields,
 )
-from airflow_k8s_ml.manifests.quantities import (
-    GPU_RESOURCE,
-    Quantity,
-    format_quantity,
-    is_extended_resource,
-    validate_resource_name,
-    validate_resources,
-)
-from airflow_k8s_ml.manifests.validation import (
-    check_bool,
-    check_choice,
-    check_env_name,
-    check_int,
-    check_mapping,
-    check_non_empty_str,
-    check_optional_int,
-    check_str_map,
-    check_str_sequence,
-    fail,
-)
+from airflow_k8s_ml.manifests.quantities import GPU_RESOURCE, Quantity, format_quantity
+from airflow_k8s_ml.manifests.validation import check_choice, check_int, fail
 
 __all__ = [
     "DEFAULT_CONTAINER_SECURITY_CONTEXT",
@@ -54,7 +35,6 @@ __all__ = [
     "build_container",
     "build_pod_template",
     "gpu_toleration",
-    "merge_labels",
     "pod_security_context",
     "spot_node_selector",
     "spot_tolerations",
@@ -87,6 +67,11 @@ def pod_security_context(
     return context
 
 
+def _as_fields(value: Any, cls: type) -> Any:
+    """A Toleration/Volume object as the field mapping the rules check; anything else unchanged."""
+    return asdict(value) if isinstance(value, cls) else value
+
+
 # --- tolerations and node placement ----------------------------------------------------------------------
 
 #: Taints cloud providers put on spot/preemptible nodes (key, value).
@@ -105,24 +90,6 @@ SPOT_NODE_LABELS: Mapping[str, tuple[str, str]] = {
     "karpenter": ("karpenter.sh/capacity-type", "spot"),
 }
 
-_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
-
-
-def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
-
-
-def _coerce_fields(cls: type, raw: Mapping[str, Any], field_name: str) -> dict[str, Any]:
-    """Mapping (snake_case or the Kubernetes camelCase) -> constructor kwargs; unknown keys are errors."""
-    known = {f.name for f in fields(cls)}
-    out: dict[str, Any] = {}
-    for key, value in raw.items():
-        name = _snake(str(key))
-        if name not in known:
-            raise fail(f"{field_name}.{key}", f"unknown key; expected one of {', '.join(sorted(known))}")
-        out[name] = value
-    return out
-
 
 @dataclass(frozen=True)
 class Toleration:
@@ -133,20 +100,6 @@ class Toleration:
     value: str | None = None
     effect: str | None = None
     toleration_seconds: int | None = None
-
-    def validate(self, field_name: str = "tolerations") -> None:
-        check_choice(self.operator, ("Equal", "Exists"), f"{field_name}.operator")
-        if self.key:
-            validate_label_key(self.key, f"{field_name}.key")
-        elif self.operator != "Exists":
-            raise fail(f"{field_name}.operator", "must be Exists when key is empty (tolerate every taint)")
-        if self.operator == "Exists" and self.value:
-            raise fail(f"{field_name}.value", "must be empty when operator is Exists")
-        if self.effect is not None:
-            check_choice(self.effect, _EFFECTS, f"{field_name}.effect")
-        check_optional_int(self.toleration_seconds, f"{field_name}.toleration_seconds")
-        if self.toleration_seconds is not None and self.effect != "NoExecute":
-            raise fail(f"{field_name}.toleration_seconds", "only applies with effect NoExecute")
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
@@ -163,11 +116,8 @@ class Toleration:
 
     @classmethod
     def coerce(cls, value: Toleration | Mapping[str, Any], field_name: str = "tolerations") -> Toleration:
-        if isinstance(value, Toleration):
-            return value
-        if not isinstance(value, Mapping):
-            raise fail(field_name, f"must be a Toleration or a mapping, got {value!r}")
-        return cls(**_coerce_fields(cls, value, field_name))
+        """A checked toleration (:func:`~airflow_k8s_ml.manifests.pod_rules.toleration_fields`)."""
+        return cls(**toleration_fields(_as_fields(value, cls), field_name))
 
 
 def spot_tolerations(*providers: str) -> tuple[Toleration, ...]:
@@ -211,34 +161,6 @@ class Volume:
     size_limit: Quantity | None = None
     medium: str | None = None
 
-    def validate(self, field_name: str = "volumes") -> None:
-        validate_dns1123_label(self.name, f"{field_name}.name")
-        path = check_non_empty_str(self.mount_path, f"{field_name}.mount_path")
-        if not path.startswith("/"):
-            raise fail(f"{field_name}.mount_path", f"must be an absolute path, got {path!r}")
-        sources = [s for s in ("pvc", "config_map", "secret") if getattr(self, s) is not None]
-        if check_bool(self.empty_dir, f"{field_name}.empty_dir"):
-            sources.append("empty_dir")
-        if len(sources) != 1:
-            raise fail(
-                field_name, f"volume {self.name!r} needs exactly one of pvc, empty_dir, config_map, secret"
-            )
-        for source in ("pvc", "config_map", "secret"):
-            ref = getattr(self, source)
-            if ref is not None:
-                validate_dns1123_subdomain(ref, f"{field_name}.{source}")
-        check_bool(self.read_only, f"{field_name}.read_only")
-        if self.sub_path is not None:
-            sub = check_non_empty_str(self.sub_path, f"{field_name}.sub_path")
-            if sub.startswith("/") or ".." in sub.split("/"):
-                raise fail(f"{field_name}.sub_path", f"must be a relative path without '..', got {sub!r}")
-        if (self.size_limit is not None or self.medium is not None) and not self.empty_dir:
-            raise fail(field_name, "size_limit and medium apply to empty_dir volumes only")
-        if self.size_limit is not None:
-            format_quantity(self.size_limit, f"{field_name}.size_limit")
-        if self.medium is not None:
-            check_choice(self.medium, ("", "Memory"), f"{field_name}.medium")
-
     def volume_dict(self) -> dict[str, Any]:
         if self.pvc is not None:
             source: dict[str, Any] = {"persistentVolumeClaim": {"claimName": self.pvc}}
@@ -267,46 +189,11 @@ class Volume:
 
     @classmethod
     def coerce(cls, value: Volume | Mapping[str, Any], field_name: str = "volumes") -> Volume:
-        if isinstance(value, Volume):
-            return value
-        if not isinstance(value, Mapping):
-            raise fail(field_name, f"must be a Volume or a mapping, got {value!r}")
-        kwargs = _coerce_fields(cls, value, field_name)
-        for required in ("name", "mount_path"):
-            if required not in kwargs:
-                raise fail(f"{field_name}.{required}", "is required")
-        return cls(**kwargs)
-
-
-_SHM_VOLUME = "dshm"
-
-
-# --- labels ----------------------------------------------------------------------------------------------
-
-
-def merge_labels(ours: Mapping[str, str], user: Mapping[str, str], field_name: str) -> dict[str, str]:
-    """User labels plus ours; the user may not set keys under our prefix (they drive adoption)."""
-    for key in user:
-        if key.startswith(ANNOTATION_PREFIX) and key in ours and user[key] != ours[key]:
-            raise fail(f"{field_name}[{key}]", f"is reserved for airflow-k8s-ml (would be {ours[key]!r})")
-    return {**user, **ours}
+        """A checked volume (:func:`~airflow_k8s_ml.manifests.pod_rules.volume_fields`)."""
+        return cls(**volume_fields(_as_fields(value, cls), field_name))
 
 
 # --- the pod template ------------------------------------------------------------------------------------
-
-
-def _parse_key_ref(ref: Any, field_name: str, what: str) -> tuple[str, str]:
-    """``"name:key"`` -> (name, key), for ``secret_env`` / ``config_map_env``."""
-    if not isinstance(ref, str) or ref.count(":") != 1:
-        raise fail(field_name, f"must be '<{what}-name>:<key>', got {ref!r}")
-    name, key = ref.split(":")
-    validate_dns1123_subdomain(name, field_name)
-    if not key or not re.fullmatch(r"[-._a-zA-Z0-9]+", key):
-        raise fail(field_name, f"invalid {what} key {key!r}: must be [-._a-zA-Z0-9]+")
-    return name, key
-
-
-_PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
 @dataclass(frozen=True)
@@ -352,127 +239,15 @@ class PodTemplate:
     annotations: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        def put(name: str, value: Any) -> None:
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, cls in (("tolerations", Toleration), ("volumes", Volume)):
+            if isinstance(values[name], list | tuple):
+                values[name] = [_as_fields(item, cls) for item in values[name]]
+        checked = check_pod_fields(values)
+        checked["tolerations"] = tuple(Toleration(**t) for t in checked["tolerations"])
+        checked["volumes"] = tuple(Volume(**v) for v in checked["volumes"])
+        for name, value in checked.items():
             object.__setattr__(self, name, value)
-
-        put("image", check_non_empty_str(self.image, "image"))
-        if any(ch.isspace() for ch in self.image):
-            raise fail("image", f"must not contain whitespace, got {self.image!r}")
-        for name in ("command", "args"):
-            value = getattr(self, name)
-            if value is not None:
-                put(name, check_str_sequence(value, name))
-        if self.working_dir is not None and not str(self.working_dir).startswith("/"):
-            raise fail("working_dir", f"must be an absolute path, got {self.working_dir!r}")
-        put("env", self._checked_env(self.env))
-        for name, what in (("secret_env", "secret"), ("config_map_env", "configmap")):
-            refs = check_str_map(getattr(self, name), name)
-            for var, ref in refs.items():
-                check_env_name(var, f"{name}[{var}]")
-                _parse_key_ref(ref, f"{name}[{var}]", what)
-            put(name, refs)
-        field_env = check_str_map(self.field_env, "field_env")
-        for var in field_env:
-            check_env_name(var, f"field_env[{var}]")
-        put("field_env", field_env)
-        self._check_env_duplicates()
-        for name in ("env_from_secrets", "env_from_config_maps", "image_pull_secrets"):
-            refs_seq = check_str_sequence(getattr(self, name), name)
-            for index, ref in enumerate(refs_seq):
-                validate_dns1123_subdomain(ref, f"{name}[{index}]")
-            put(name, refs_seq)
-        self._check_resources()
-        node_selector = check_str_map(self.node_selector, "node_selector")
-        validate_labels(node_selector, "node_selector")
-        put("node_selector", node_selector)
-        self._check_tolerations_and_volumes()
-        if self.affinity is not None:
-            put("affinity", copy.deepcopy(dict(check_mapping(self.affinity, "affinity"))))
-        if self.image_pull_policy is not None:
-            check_choice(self.image_pull_policy, _PULL_POLICIES, "image_pull_policy")
-        if self.service_account is not None:
-            validate_dns1123_subdomain(self.service_account, "service_account")
-        if self.scheduler_name is not None:
-            validate_dns1123_subdomain(self.scheduler_name, "scheduler_name")
-        if self.priority_class_name is not None:
-            validate_dns1123_subdomain(self.priority_class_name, "priority_class_name")
-        check_optional_int(
-            self.termination_grace_period_seconds, "termination_grace_period_seconds", minimum=0
-        )
-        for name in ("pod_security_context", "container_security_context"):
-            value = getattr(self, name)
-            if value is not None:
-                put(name, copy.deepcopy(dict(check_mapping(value, name))))
-        put("labels", validate_labels(self.labels, "labels"))
-        put("annotations", validate_annotations(self.annotations, "annotations"))
-
-    # -- validation helpers (split out to keep __post_init__ readable) --
-
-    @staticmethod
-    def _checked_env(env: Any) -> dict[str, str]:
-        out: dict[str, str] = {}
-        for var, value in check_mapping(env, "env").items():
-            check_env_name(var, f"env[{var}]")
-            if isinstance(value, bool) or not isinstance(value, str | int | float):
-                raise fail(f"env[{var}]", f"must be a string or a number, got {value!r}")
-            out[var] = str(value)
-        return out
-
-    def _check_env_duplicates(self) -> None:
-        seen: set[str] = set()
-        for name in ("env", "secret_env", "config_map_env", "field_env"):
-            for var in getattr(self, name):
-                if var in seen:
-                    raise fail(f"{name}[{var}]", f"{var} is set more than once across env/secret_env/...")
-                seen.add(var)
-
-    def _check_resources(self) -> None:
-        if isinstance(self.gpus, float):
-            raise fail(
-                "gpus", f"must be a whole number of devices (use a MIG resource for slices), got {self.gpus}"
-            )
-        check_int(self.gpus, "gpus", minimum=0)
-        validate_resource_name(self.gpu_resource, "gpu_resource")
-        if not is_extended_resource(self.gpu_resource):
-            raise fail(
-                "gpu_resource", f"must be a device resource such as {GPU_RESOURCE}, got {self.gpu_resource!r}"
-            )
-        requests, limits = validate_resources(self.requests, self.limits)
-        if self.gpus and (self.gpu_resource in requests or self.gpu_resource in limits):
-            raise fail("gpus", f"conflicts with {self.gpu_resource} given in requests/limits; set it once")
-        object.__setattr__(self, "requests", requests)
-        object.__setattr__(self, "limits", limits)
-        if self.shm_size is not None:
-            format_quantity(self.shm_size, "shm_size")
-
-    def _check_tolerations_and_volumes(self) -> None:
-        tolerations = tuple(
-            Toleration.coerce(t, f"tolerations[{i}]")
-            for i, t in enumerate(self._seq(self.tolerations, "tolerations"))
-        )
-        for index, toleration in enumerate(tolerations):
-            toleration.validate(f"tolerations[{index}]")
-        object.__setattr__(self, "tolerations", tolerations)
-        volumes = tuple(
-            Volume.coerce(v, f"volumes[{i}]") for i, v in enumerate(self._seq(self.volumes, "volumes"))
-        )
-        names: set[str] = {_SHM_VOLUME} if self.shm_size is not None else set()
-        paths: set[str] = {"/dev/shm"} if self.shm_size is not None else set()
-        for index, volume in enumerate(volumes):
-            volume.validate(f"volumes[{index}]")
-            if volume.name in names:
-                raise fail(f"volumes[{index}].name", f"duplicate volume name {volume.name!r}")
-            if volume.mount_path in paths:
-                raise fail(f"volumes[{index}].mount_path", f"duplicate mount path {volume.mount_path!r}")
-            names.add(volume.name)
-            paths.add(volume.mount_path)
-        object.__setattr__(self, "volumes", volumes)
-
-    @staticmethod
-    def _seq(value: Any, name: str) -> tuple[Any, ...]:
-        if isinstance(value, str | bytes | Mapping) or not isinstance(value, Sequence):
-            raise fail(name, f"must be a list, got {type(value).__name__}")
-        return tuple(value)
 
     # -- rendering --
 
@@ -528,11 +303,11 @@ class PodTemplate:
         if self.shm_size is not None:
             volumes.append(
                 {
-                    "name": _SHM_VOLUME,
+                    "name": SHM_VOLUME,
                     "emptyDir": {"medium": "Memory", "sizeLimit": format_quantity(self.shm_size)},
                 }
             )
-            mounts.append({"name": _SHM_VOLUME, "mountPath": "/dev/shm"})
+            mounts.append({"name": SHM_VOLUME, "mountPath": "/dev/shm"})
         return volumes, mounts
 
 

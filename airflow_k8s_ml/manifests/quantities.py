@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from airflow_k8s_ml.manifests.naming import is_dns1123_subdomain, is_qualified_name
+from airflow_k8s_ml.manifests.formats import is_dns1123_subdomain, is_qualified_name
 from airflow_k8s_ml.manifests.validation import fail
 
 __all__ = [

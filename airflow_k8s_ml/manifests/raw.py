@@ -16,13 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from airflow_k8s_ml.manifests.cron import parse_schedule, validate_time_zone
-from airflow_k8s_ml.manifests.naming import (
+from airflow_k8s_ml.manifests.formats import (
     validate_annotations,
     validate_labels,
     validate_name,
     validate_namespace,
 )
-from airflow_k8s_ml.manifests.pod import merge_labels
+from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.validation import fail
 

@@ -19,16 +19,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests.naming import (
-    ANNOTATION_PREFIX,
-    object_meta,
-    sanitize_label_value,
+from airflow_k8s_ml.manifests.formats import (
     validate_annotations,
     validate_labels,
     validate_name,
     validate_namespace,
 )
-from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template, merge_labels
+from airflow_k8s_ml.manifests.naming import ANNOTATION_PREFIX, merge_labels, object_meta, sanitize_label_value
+from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
 from airflow_k8s_ml.manifests.quantities import Quantity, format_quantity, parse_quantity
 from airflow_k8s_ml.manifests.validation import (
     check_choice,

@@ -11,21 +11,19 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests._jobs import check_job_options, job_spec
-from airflow_k8s_ml.manifests.naming import (
-    object_meta,
-    validate_annotations,
-    validate_dns1123_subdomain,
-    validate_labels,
+from airflow_k8s_ml.manifests._jobs import job_spec
+from airflow_k8s_ml.manifests.naming import merge_labels, object_meta
+from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
+from airflow_k8s_ml.manifests.training_rules import (
+    CLEAN_POD_POLICIES,
+    FINETUNE_JOB_DEFAULTS,
+    KUEUE_QUEUE_LABEL,
+    PYTORCH_RESTART_POLICIES,
+    PYTORCHJOB_DEFAULTS,
+    check_finetune_job_fields,
+    check_pytorchjob_fields,
 )
-from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template, merge_labels
-from airflow_k8s_ml.manifests.validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_optional_int,
-    fail,
-)
+from airflow_k8s_ml.manifests.validation import fail
 
 __all__ = [
     "CLEAN_POD_POLICIES",
@@ -39,28 +37,14 @@ __all__ = [
     "pytorchjob_max_name_length",
 ]
 
-#: Kueue finds workloads by this label and admits them by flipping ``suspend`` to false.
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 #: The training operator requires the training container to be named ``pytorch``.
 PYTORCH_CONTAINER = "pytorch"
-PYTORCH_RESTART_POLICIES = ("Always", "OnFailure", "Never", "ExitCode")
-CLEAN_POD_POLICIES = ("None", "Running", "All")
-_INT32_MAX = 2**31 - 1
 
 
-def _check_queue(queue_name: Any, suspend: Any) -> None:
-    """Kueue admits a workload by un-suspending it, so one created unsuspended would bypass the queue."""
-    if suspend is not None:
-        check_bool(suspend, "suspend")
-    if queue_name is None:
-        return
-    validate_dns1123_subdomain(queue_name, "queue_name", max_length=63)
-    if suspend is False:
-        raise fail(
-            "suspend",
-            "must not be False with queue_name: Kueue admits a workload by un-suspending it, so it must be "
-            "created suspended",
-        )
+def _apply(spec: object, checked: Mapping[str, Any]) -> None:
+    """Store the rules' normalised values on a frozen spec."""
+    for name, value in checked.items():
+        object.__setattr__(spec, name, value)
 
 
 def _check_pod(pod: Any, name: str) -> PodTemplate:
@@ -93,19 +77,7 @@ class FineTuneJobSpec:
 
     def __post_init__(self) -> None:
         _check_pod(self.pod, "pod")
-        check_job_options(
-            restart_policy=self.restart_policy,
-            backoff_limit=self.backoff_limit,
-            active_deadline_seconds=self.active_deadline_seconds,
-            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-            pod_failure_policy=self.pod_failure_policy,
-        )
-        check_int(self.backoff_limit, "backoff_limit", minimum=0)
-        check_int(self.parallelism, "parallelism", minimum=1)
-        check_int(self.completions, "completions", minimum=1)
-        _check_queue(self.queue_name, self.suspend)
-        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
-        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+        _apply(self, check_finetune_job_fields({name: getattr(self, name) for name in FINETUNE_JOB_DEFAULTS}))
 
     @property
     def effective_suspend(self) -> bool:
@@ -185,31 +157,11 @@ class PyTorchJobSpec:
 
     def __post_init__(self) -> None:
         _check_pod(self.master, "master")
-        check_int(self.workers, "workers", minimum=0)
         if self.worker is not None:
             _check_pod(self.worker, "worker")
             if self.workers == 0:
                 raise fail("worker", "a worker pod was given but workers is 0")
-        if self.nproc_per_node is not None:
-            if isinstance(self.nproc_per_node, str) and not self.nproc_per_node.isdigit():
-                check_choice(self.nproc_per_node, ("auto", "cpu", "gpu"), "nproc_per_node")
-            elif isinstance(self.nproc_per_node, str):
-                check_int(int(self.nproc_per_node), "nproc_per_node", minimum=1)
-            else:
-                check_int(self.nproc_per_node, "nproc_per_node", minimum=1)
-        check_choice(self.restart_policy, PYTORCH_RESTART_POLICIES, "restart_policy")
-        check_optional_int(self.backoff_limit, "backoff_limit", minimum=0, maximum=_INT32_MAX)
-        check_optional_int(self.active_deadline_seconds, "active_deadline_seconds", minimum=1)
-        check_optional_int(self.ttl_seconds_after_finished, "ttl_seconds_after_finished", minimum=0)
-        check_choice(self.clean_pod_policy, CLEAN_POD_POLICIES, "clean_pod_policy")
-        _check_queue(self.queue_name, self.suspend)
-        if self.scheduling_queue is not None:
-            validate_dns1123_subdomain(self.scheduling_queue, "scheduling_queue")
-        check_optional_int(self.min_available, "min_available", minimum=1, maximum=1 + self.workers)
-        if self.priority_class is not None:
-            validate_dns1123_subdomain(self.priority_class, "priority_class")
-        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
-        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+        _apply(self, check_pytorchjob_fields({name: getattr(self, name) for name in PYTORCHJOB_DEFAULTS}))
 
     @property
     def effective_suspend(self) -> bool:

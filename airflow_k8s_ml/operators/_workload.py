@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
+from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
     CHECKPOINT_URI_ENV,
@@ -41,16 +41,15 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult, WorkloadRecord
     from airflow_k8s_ml.operators._waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["Placement", "_WorkloadOperator", "inject_env"]
+__all__ = ["Placement", "_WorkloadOperator", "inject_env", "parse_time_key"]
 
 #: A string ``manifest=`` ending so is a file to read (else it is YAML text).
 YAML_SUFFIXES = (".yaml", ".yml")
-#: RunKey used to render at DAG parse time, when there is no run yet.
-_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 
 
 class Placement(NamedTuple):
@@ -66,6 +65,17 @@ class Placement(NamedTuple):
     annotations: Mapping[str, str]
     env: Mapping[str, str]
     resume_uri: str | None
+
+
+def parse_time_key() -> RunKey:
+    """The RunKey standing in for the run at DAG parse time, when there is none yet.
+
+    (Imported on use: :mod:`~airflow_k8s_ml.manifests.naming` defines a dataclass, which costs code
+    generation on every DAG parse, and most parse-time checks need no run identity.)
+    """
+    from airflow_k8s_ml.manifests.naming import RunKey
+
+    return RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 
 
 def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) -> dict[str, Any]:
@@ -157,7 +167,12 @@ class _WorkloadOperator(BaseOperator):
     # -- validation -------------------------------------------------------------------------------------
     def _validate_at_parse_time(self) -> None:
         """Called by subclasses at the end of ``__init__``: everything static is checked now (DAG import
-        fails with the field's name); templated values stand in as placeholders until ``execute``."""
+        fails with the field's name); templated values stand in as placeholders until ``execute``.
+
+        Checked with the rules functions (:meth:`_check_spec`), not by rendering: rendering needs the typed
+        specs, whose modules cost milliseconds to import in every dag-processor fork
+        (``bench/parse_cost.py``). A raw ``manifest=`` is the exception: it is prepared as in ``execute``.
+        """
         values = neutralize(self._values())
         self._check_common(values)
         if values["manifest"] is not None:
@@ -165,8 +180,15 @@ class _WorkloadOperator(BaseOperator):
             if is_templated(source):
                 return  # a Jinja template file: rendered and validated in execute
             values["manifest"] = neutralize(source)
-        namespace = values["namespace"] or "default"
-        self._render_object(values, self._placement(values, _PARSE_TIME_KEY, namespace, resume_uri=None))
+            namespace = values["namespace"] or "default"
+            placement = self._placement(values, parse_time_key(), namespace, resume_uri=None)
+            self._render_raw(values["manifest"], placement)
+            return
+        self._check_spec(values, self._injected_env(values, resume_uri=None))
+
+    def _check_spec(self, values: Mapping[str, Any], injected_env: Mapping[str, str]) -> None:
+        """Check the subclass's arguments as :meth:`_render_spec` would, without building anything."""
+        raise NotImplementedError
 
     def _values(self) -> dict[str, Any]:
         """Snapshot of the arguments the render reads (``template_fields`` are rendered by now in execute)."""
@@ -243,22 +265,27 @@ class _WorkloadOperator(BaseOperator):
         )
 
     # -- rendering --------------------------------------------------------------------------------------
-    def _placement(
-        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
-    ) -> Placement:
-        annotations = key.annotations()
+    def _injected_env(self, values: Mapping[str, Any], resume_uri: str | None) -> dict[str, str]:
+        """The variables the operator sets in the pod (a user ``env`` setting one of them is an error)."""
         env: dict[str, str] = {}
         if values["checkpoint_uri"]:
             env[CHECKPOINT_URI_ENV] = str(values["checkpoint_uri"])
         if resume_uri:
             env[RESUME_FROM_ENV] = resume_uri
+        return env
+
+    def _placement(
+        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
+    ) -> Placement:
+        annotations = key.annotations()
+        if resume_uri:
             annotations[RESUMED_FROM_ANNOTATION] = resume_uri
         return Placement(
             name=key.workload_name(self.kind),
             namespace=namespace,
             labels=key.labels(),
             annotations=annotations,
-            env=env,
+            env=self._injected_env(values, resume_uri),
             resume_uri=resume_uri,
         )
 
@@ -331,6 +358,8 @@ class _WorkloadOperator(BaseOperator):
         return self._finish(context, record, poll_until_done(client, record, settings, self.log))
 
     def _run_key(self, context: Context) -> RunKey:
+        from airflow_k8s_ml.manifests.naming import RunKey
+
         ti = context["ti"]
         map_index = getattr(ti, "map_index", -1)
         return RunKey(

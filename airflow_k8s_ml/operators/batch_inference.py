@@ -24,7 +24,8 @@ from airflow.sdk import BaseOperator
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
 from airflow_k8s_ml.manifests.batch import build_cronjob
 from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
-from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name, validate_namespace
+from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta

@@ -20,13 +20,11 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated
-from airflow_k8s_ml.operators._workload import Placement
 from airflow_k8s_ml.operators.training import FineTuneJobOperator
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
-    from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._adopt import ReturnResult, WorkloadRecord
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -168,14 +166,11 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
                     "input by the next run",
                 )
 
-    def _placement(
-        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
-    ) -> Placement:
-        """The base placement plus ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` in the injected env (a user env
-        setting one of them is refused, naming it; a raw ``manifest=`` gets them in every container)."""
-        placement = super()._placement(values, key, namespace, resume_uri)
+    def _injected_env(self, values: Mapping[str, Any], resume_uri: str | None) -> dict[str, str]:
+        """The base env plus ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (a user env setting one of them is
+        refused, naming it; a raw ``manifest=`` gets them in every container)."""
         uris = {var: _uri_text(values[field], field) or PLACEHOLDER for field, var in URI_ENV.items()}
-        return placement._replace(env={**uris, **placement.env})
+        return {**uris, **super()._injected_env(values, resume_uri)}
 
     # -- result -------------------------------------------------------------------------------------------
     def _with_output(self, result: Mapping[str, Any]) -> dict[str, Any]:

@@ -24,7 +24,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import WorkloadFailed
-from airflow_k8s_ml.manifests.naming import RunKey, validate_namespace
+from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.naming import RunKey
 from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state

@@ -7,20 +7,24 @@ Submit-or-adopt, resume, deferral, deadlines and the finish live in
 :class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`.
 
 Both are validated at DAG parse time (static values; a typo fails the import with the field's name) and again
-in ``execute`` after templating, before any API call. ``__init__`` does no I/O.
+in ``execute`` after templating, before any API call. ``__init__`` does no I/O. The parse-time check applies
+the specs' rules functions (``manifests/pod_rules.py``, ``manifests/training_rules.py``) to the arguments;
+the specs themselves are imported only when ``execute`` renders, since every DAG parse pays for its imports.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import fields
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.manifests.pod import PodTemplate
-from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec, build_job, build_pytorchjob
+from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_pod_fields
+from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
 from airflow_k8s_ml.operators._args import PLACEHOLDER, substitute_resume
-from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env
+from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env, parse_time_key
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.manifests.pod import PodTemplate
 
 __all__ = ["FineTuneJobOperator", "PyTorchJobOperator"]
 
@@ -46,16 +50,19 @@ _POD_ARGUMENTS: dict[str, str] = {
     "container_security_context": "container_security_context",
     "shm_size": "shm_size",
 }
-_POD_TEMPLATE_FIELDS = frozenset(f.name for f in fields(PodTemplate))
+_POD_TEMPLATE_FIELDS = frozenset({"image", *POD_DEFAULTS})
 
 
-def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate:
-    """The pod of one attempt: the user's pod arguments, our injected env, ``{{ resume_from }}`` replaced."""
+def pod_arguments(
+    values: Mapping[str, Any], injected_env: Mapping[str, str], resume_uri: str | None
+) -> dict[str, Any]:
+    """The pod of one attempt as PodTemplate arguments: the user's pod arguments, our injected env,
+    ``{{ resume_from }}`` replaced."""
     if values["image"] is None:
         raise ValidationError("image", "is required (or pass manifest=)")
     kwargs = {target: values[name] for name, target in _POD_ARGUMENTS.items() if values[name] is not None}
-    kwargs["args"] = substitute_resume(values["args"], placement.resume_uri)
-    kwargs["env"] = inject_env(values["env"], placement.env)
+    kwargs["args"] = substitute_resume(values["args"], resume_uri)
+    kwargs["env"] = inject_env(values["env"], injected_env)
     options = values["pod_options"] or {}
     if not isinstance(options, Mapping):
         raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
@@ -65,7 +72,14 @@ def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate
                 f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
             )
         kwargs[key] = value
-    return PodTemplate(**kwargs)
+    return kwargs
+
+
+def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate:
+    """The pod of one attempt, typed (execute time: this imports the spec modules)."""
+    from airflow_k8s_ml.manifests.pod import PodTemplate
+
+    return PodTemplate(**pod_arguments(values, placement.env, placement.resume_uri))
 
 
 class _TrainingOperator(_WorkloadOperator):
@@ -135,6 +149,18 @@ class _TrainingOperator(_WorkloadOperator):
 
     workload_fields: tuple[str, ...] = ()
 
+    def _check_spec(self, values: Mapping[str, Any], injected_env: Mapping[str, str]) -> None:
+        check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
+        self._check_workload(values)
+        if values["labels"]:  # the user's labels may not take our keys (they drive adoption)
+            from airflow_k8s_ml.manifests.naming import merge_labels
+
+            merge_labels(parse_time_key().labels(), values["labels"], "labels")
+
+    def _check_workload(self, values: Mapping[str, Any]) -> None:
+        """Check the kind's own arguments (what its spec's ``__post_init__`` checks besides the pod)."""
+        raise NotImplementedError
+
 
 class FineTuneJobOperator(_TrainingOperator):
     """Run a fine-tune as a batch/v1 Job and wait for it (deferrable), adopting instead of duplicating.
@@ -171,16 +197,13 @@ class FineTuneJobOperator(_TrainingOperator):
         self.restart_policy = restart_policy
         self._validate_at_parse_time()
 
+    def _check_workload(self, values: Mapping[str, Any]) -> None:
+        check_finetune_job_fields(_job_arguments(values))
+
     def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
-        spec = FineTuneJobSpec(
-            pod=pod_template(values, placement),
-            backoff_limit=values["backoff_limit"],
-            restart_policy=values["restart_policy"],
-            active_deadline_seconds=values["active_deadline_seconds"],
-            ttl_seconds_after_finished=values["ttl_seconds_after_finished"],
-            queue_name=values["queue_name"],
-            labels=values["labels"] or {},
-        )
+        from airflow_k8s_ml.manifests.training import FineTuneJobSpec, build_job
+
+        spec = FineTuneJobSpec(pod=pod_template(values, placement), **_job_arguments(values))
         return build_job(spec, placement.name, placement.namespace, placement.labels, placement.annotations)
 
 
@@ -220,22 +243,43 @@ class PyTorchJobOperator(_TrainingOperator):
         self.clean_pod_policy = clean_pod_policy
         self._validate_at_parse_time()
 
+    def _check_workload(self, values: Mapping[str, Any]) -> None:
+        check_pytorchjob_fields(_pytorchjob_arguments(values))
+
     def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
-        spec = PyTorchJobSpec(
-            master=pod_template(values, placement),
-            workers=_rendered_int(values["workers"], "workers"),
-            nproc_per_node=values["nproc_per_node"],
-            restart_policy=values["restart_policy"],
-            backoff_limit=values["backoff_limit"],
-            active_deadline_seconds=values["active_deadline_seconds"],
-            ttl_seconds_after_finished=values["ttl_seconds_after_finished"],
-            clean_pod_policy=values["clean_pod_policy"],
-            queue_name=values["queue_name"],
-            labels=values["labels"] or {},
-        )
+        from airflow_k8s_ml.manifests.training import PyTorchJobSpec, build_pytorchjob
+
+        spec = PyTorchJobSpec(master=pod_template(values, placement), **_pytorchjob_arguments(values))
         return build_pytorchjob(
             spec, placement.name, placement.namespace, placement.labels, placement.annotations
         )
+
+
+def _job_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+    """FineTuneJobSpec's arguments but the pod, from the operator's values."""
+    return {
+        "backoff_limit": values["backoff_limit"],
+        "restart_policy": values["restart_policy"],
+        "active_deadline_seconds": values["active_deadline_seconds"],
+        "ttl_seconds_after_finished": values["ttl_seconds_after_finished"],
+        "queue_name": values["queue_name"],
+        "labels": values["labels"] or {},
+    }
+
+
+def _pytorchjob_arguments(values: Mapping[str, Any]) -> dict[str, Any]:
+    """PyTorchJobSpec's arguments but the pods, from the operator's values."""
+    return {
+        "workers": _rendered_int(values["workers"], "workers"),
+        "nproc_per_node": values["nproc_per_node"],
+        "restart_policy": values["restart_policy"],
+        "backoff_limit": values["backoff_limit"],
+        "active_deadline_seconds": values["active_deadline_seconds"],
+        "ttl_seconds_after_finished": values["ttl_seconds_after_finished"],
+        "clean_pod_policy": values["clean_pod_policy"],
+        "queue_name": values["queue_name"],
+        "labels": values["labels"] or {},
+    }
 
 
 def _rendered_int(value: Any, field: str) -> Any:

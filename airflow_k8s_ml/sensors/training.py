@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_k8s_ml.errors import K8sMLError, ValidationError
-from airflow_k8s_ml.manifests.naming import validate_name, validate_namespace
+from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.operators._args import check_wait_args, is_templated
 
 if TYPE_CHECKING:

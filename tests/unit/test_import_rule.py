@@ -55,3 +55,30 @@ def test_every_lazy_export_resolves_without_heavy_clients() -> None:
         "        getattr(module, name)\n"
     )
     assert heavy_modules_after(BUILD_DAG.replace("EXPORTS", resolve)) == ""
+
+
+PARSE_ONE_OPERATOR = """
+import sys
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
+
+with DAG("rule", schedule=None, start_date=datetime(2024, 1, 1)):
+    FineTuneJobOperator(
+        task_id="ft", image="trainer:1", command=["python", "train.py"], args=["{{ resume_from }}"],
+        requests={"cpu": "4", "memory": "16Gi"}, gpus=1, tolerations=[{"operator": "Exists"}],
+        volumes=[{"name": "data", "mount_path": "/data", "pvc": "datasets"}], run_timeout=timedelta(hours=1),
+    )
+    PyTorchJobOperator(task_id="ddp", image="trainer:1", workers=2, queue_name="gpu")
+print(",".join(sorted(name for name in sys.modules if name.startswith("airflow_k8s_ml."))))
+"""
+
+
+def test_parse_time_checks_do_not_import_the_typed_spec_modules() -> None:
+    """The dag processor re-imports our modules in every parse fork, so the parse-time checks run the rules
+    functions; the dataclass-heavy spec modules (and the run identity) load only when ``execute`` renders."""
+    loaded = set(heavy_modules_after(PARSE_ONE_OPERATOR).split(","))
+    assert "airflow_k8s_ml.manifests.pod_rules" in loaded  # the check did run
+    spec_modules = {f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "naming")}
+    assert loaded & spec_modules == set()

@@ -3,22 +3,24 @@ from __future__ import annotations
 import pytest
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.manifests.naming import (
-    GENERATED_NAME_MAX,
-    RunKey,
+from airflow_k8s_ml.manifests.formats import (
     is_dns1035_label,
     is_label_value,
-    manual_job_name,
-    object_meta,
-    run_annotations,
-    run_labels,
-    sanitize_label_value,
     validate_dns1035_label,
     validate_dns1123_label,
     validate_dns1123_subdomain,
     validate_label_key,
     validate_labels,
     validate_name,
+)
+from airflow_k8s_ml.manifests.naming import (
+    GENERATED_NAME_MAX,
+    RunKey,
+    manual_job_name,
+    object_meta,
+    run_annotations,
+    run_labels,
+    sanitize_label_value,
     workload_name,
 )
 
