@@ -67,7 +67,7 @@ def pod_security_context(
     return context
 
 
-def _as_fields(value: Any, cls: type) -> Any:
+def _as_fields(value: Any, cls: type[Toleration] | type[Volume]) -> Any:
     """A Toleration/Volume object as the field mapping the rules check; anything else unchanged."""
     return asdict(value) if isinstance(value, cls) else value
 
