@@ -9,24 +9,31 @@ for a placeholder that passes validation, and the real value is checked once ren
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+import warnings
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from typing import Any
+
+from airflow.exceptions import AirflowProviderDeprecationWarning
 
 from airflow_k8s_ml.errors import ValidationError
 
 __all__ = [
+    "ARGUMENT_OF_FIELD",
     "CHECKPOINT_URI_ENV",
     "ON_FINISH",
     "PLACEHOLDER",
     "RESUMED_FROM_ANNOTATION",
     "RESUME_FROM_ENV",
     "RESUME_PLACEHOLDER",
+    "argument_names",
     "check_on_finish",
     "check_wait_args",
     "is_templated",
     "neutralize",
     "parse_deadline",
+    "renamed_argument",
     "substitute_resume",
     "to_timedelta",
 ]
@@ -46,6 +53,37 @@ RESUME_FROM_ENV = "RESUME_FROM"
 ON_FINISH = ("keep", "delete_on_success", "delete")
 
 _JINJA = re.compile(r"{{|{%")
+
+#: PodTemplate field -> the operator argument that sets it, where the two names differ.
+ARGUMENT_OF_FIELD: Mapping[str, str] = {"env_from_secrets": "env_from"}
+
+
+@contextmanager
+def argument_names() -> Iterator[None]:
+    """Re-raise a ``ValidationError`` about a PodTemplate field under the name of the operator argument the
+    user wrote (``env_from[0]``, not ``env_from_secrets[0]``)."""
+    try:
+        yield
+    except ValidationError as exc:
+        for field, argument in ARGUMENT_OF_FIELD.items():
+            if exc.field == field or exc.field.startswith((f"{field}[", f"{field}.")):
+                raise ValidationError(argument + exc.field[len(field) :], exc.message) from None
+        raise
+
+
+def renamed_argument(new_name: str, new: Any, old_name: str, old: Any) -> Any:
+    """The value of an argument that was renamed: the old name still works, with a deprecation warning;
+    giving both is an error (which one would win is not obvious)."""
+    if old is None:
+        return new
+    if new is not None:
+        raise ValidationError(old_name, f"is the former name of {new_name}; pass only {new_name}")
+    warnings.warn(
+        f"{old_name} is deprecated; pass {new_name} (the same list of Secret names)",
+        AirflowProviderDeprecationWarning,
+        stacklevel=3,
+    )
+    return old
 
 
 def is_templated(value: Any) -> bool:

@@ -23,6 +23,7 @@ from airflow_k8s_ml.manifests.serving import (
     build_inference_objects,
 )
 from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.operators._args import argument_names
 
 __all__ = [
     "DEPLOYMENT_OPTIONS",
@@ -107,18 +108,19 @@ def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str,
 # --- typed specs from operator arguments -----------------------------------------------------------------
 
 POD_IP_ENV = "POD_IP"
-#: PodTemplate fields the serving operators take as top-level arguments; the rest go in ``pod_options``.
-POD_ARGUMENTS = (
-    "image",
-    "command",
-    "args",
-    "env",
-    "secret_env",
-    "env_from_secrets",
-    "requests",
-    "limits",
-    "gpus",
-)
+#: Operator argument -> PodTemplate field, for the pod fields the serving operators take as top-level
+#: arguments (named as on the training operators); the other fields go in ``pod_options``.
+POD_ARGUMENTS: Mapping[str, str] = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "secret_env": "secret_env",
+    "env_from": "env_from_secrets",
+    "requests": "requests",
+    "limits": "limits",
+    "gpus": "gpus",
+}
 #: InferenceSpec fields reachable through ``deployment_options`` (rollout tuning, rarely changed).
 DEPLOYMENT_OPTIONS = (
     "max_surge",
@@ -149,16 +151,17 @@ def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodT
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    extra_fields = tuple(f.name for f in fields(PodTemplate) if f.name not in POD_ARGUMENTS)
+    extra_fields = tuple(f.name for f in fields(PodTemplate) if f.name not in POD_ARGUMENTS.values())
     options = _options(values.get("pod_options"), extra_fields, "pod_options")
-    given = {name: values[name] for name in POD_ARGUMENTS if values.get(name) is not None}
+    given = {field: values[arg] for arg, field in POD_ARGUMENTS.items() if values.get(arg) is not None}
     if pod_ip_env:
         field_env = dict(options.get("field_env") or {})
         user_vars = {*(given.get("env") or {}), *(given.get("secret_env") or {}), *field_env}
         user_vars |= set(options.get("config_map_env") or {})
         if POD_IP_ENV not in user_vars:
             options["field_env"] = {POD_IP_ENV: "status.podIP", **field_env}
-    return PodTemplate(**given, **options)
+    with argument_names():
+        return PodTemplate(**given, **options)
 
 
 def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:

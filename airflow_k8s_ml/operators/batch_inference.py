@@ -28,7 +28,7 @@ from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
 from airflow_k8s_ml.operators._serving import POD_ARGUMENTS, batch_spec, object_labels, run_key
 
 if TYPE_CHECKING:
@@ -57,7 +57,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
     :param model_uri: checkpoint URI or the checkpoint gate's XCom (templated); env ``MODEL_URI``.
     :param input_uri, output_uri: batch input and output prefixes (templated); env ``INPUT_URI``,
         ``OUTPUT_URI``.
-    :param image, command, args, env, secret_env, env_from_secrets, requests, limits, gpus, pod_options:
+    :param image, command, args, env, secret_env, env_from, requests, limits, gpus, pod_options:
         the container, as for ``InferenceDeploymentOperator``.
     :param concurrency_policy: ``Forbid`` (default: two runs writing one output prefix race), ``Allow``,
         ``Replace``.
@@ -123,7 +123,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         args: Sequence[str] | None = None,
         env: Mapping[str, Any] | None = None,
         secret_env: Mapping[str, str] | None = None,
-        env_from_secrets: Sequence[str] | None = None,
+        env_from: Sequence[str] | None = None,
         requests: Mapping[str, Any] | None = None,
         limits: Mapping[str, Any] | None = None,
         gpus: int | None = None,
@@ -145,6 +145,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         deadline: Any = None,
         stream_logs: bool = True,
         kubernetes_conn_id: str = "kubernetes_default",
+        env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -160,7 +161,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self.args = args
         self.env = env
         self.secret_env = secret_env
-        self.env_from_secrets = env_from_secrets
+        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
         self.requests = requests
         self.limits = limits
         self.gpus = gpus

@@ -29,7 +29,7 @@ from airflow_k8s_ml.manifests.naming import RunKey
 from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
 from airflow_k8s_ml.operators._rollout_report import (
     failure_reason,
     pod_trouble,
@@ -82,7 +82,7 @@ class InferenceDeploymentOperator(BaseOperator):
     :param name: name of the Deployment and of every object with it (a DNS-1035 label, templated).
     :param model_uri: checkpoint URI, or the checkpoint gate's XCom ``{"uri", ...}`` (templated). Injected as
         env ``MODEL_URI`` and recorded as label + annotation; a new URI is what rolls the pods.
-    :param image, command, args, env, secret_env, env_from_secrets, requests, limits, gpus: the container.
+    :param image, command, args, env, secret_env, env_from, requests, limits, gpus: the container.
         ``secret_env={"VAR": "secret:key"}`` becomes a secretKeyRef (secrets never enter the manifest).
     :param pod_options: any other ``PodTemplate`` field (tolerations, node_selector, volumes, field_env,
         service_account, pod_security_context, ...).
@@ -136,7 +136,7 @@ class InferenceDeploymentOperator(BaseOperator):
         args: Sequence[str] | None = None,
         env: Mapping[str, Any] | None = None,
         secret_env: Mapping[str, str] | None = None,
-        env_from_secrets: Sequence[str] | None = None,
+        env_from: Sequence[str] | None = None,
         requests: Mapping[str, Any] | None = None,
         limits: Mapping[str, Any] | None = None,
         gpus: int | None = None,
@@ -161,6 +161,7 @@ class InferenceDeploymentOperator(BaseOperator):
         smoke_timeout: float = 60.0,
         rollback_on_failure: bool = True,
         kubernetes_conn_id: str = "kubernetes_default",
+        env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -172,7 +173,7 @@ class InferenceDeploymentOperator(BaseOperator):
         self.args = args
         self.env = env
         self.secret_env = secret_env
-        self.env_from_secrets = env_from_secrets
+        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
         self.requests = requests
         self.limits = limits
         self.gpus = gpus

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
-from airflow_k8s_ml.operators._args import PLACEHOLDER, substitute_resume
+from airflow_k8s_ml.operators._args import PLACEHOLDER, argument_names, substitute_resume
 from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env, parse_time_key
 
 if TYPE_CHECKING:
@@ -79,7 +79,8 @@ def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate
     """The pod of one attempt, typed (execute time: this imports the spec modules)."""
     from airflow_k8s_ml.manifests.pod import PodTemplate
 
-    return PodTemplate(**pod_arguments(values, placement.env, placement.resume_uri))
+    with argument_names():
+        return PodTemplate(**pod_arguments(values, placement.env, placement.resume_uri))
 
 
 class _TrainingOperator(_WorkloadOperator):
@@ -150,7 +151,8 @@ class _TrainingOperator(_WorkloadOperator):
     workload_fields: tuple[str, ...] = ()
 
     def _check_spec(self, values: Mapping[str, Any], injected_env: Mapping[str, str]) -> None:
-        check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
+        with argument_names():
+            check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
         self._check_workload(values)
         if values["labels"]:  # the user's labels may not take our keys (they drive adoption)
             from airflow_k8s_ml.manifests.naming import merge_labels

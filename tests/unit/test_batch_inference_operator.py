@@ -83,3 +83,18 @@ def test_rendered_cronjob() -> None:
     assert cronjob["metadata"]["labels"]["airflow-k8s-ml/task-id"] == "batch"
     assert "airflow-k8s-ml/attempt" not in cronjob["metadata"]["labels"]
     assert not any(k.startswith("airflow-k8s-ml/run") for k in job["template"]["metadata"]["labels"])
+
+
+def test_env_from_loads_secrets_like_the_other_operators() -> None:
+    from airflow.exceptions import AirflowProviderDeprecationWarning
+
+    key = RunKey("nightly", "batch", "manual__2024-06-01T00:00:00+00:00")
+    op = _operator(env_from=["s3-credentials"])
+    cronjob = op._check(op._values(), key, "ml")
+    container = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
+    assert container["envFrom"] == [{"secretRef": {"name": "s3-credentials"}}]
+    with pytest.warns(AirflowProviderDeprecationWarning):
+        assert _operator(env_from_secrets=["s3-credentials"]).env_from == ["s3-credentials"]
+    with pytest.raises(ValidationError) as info:
+        _operator(env_from=["Bad_Name"])
+    assert info.value.field == "env_from[0]"

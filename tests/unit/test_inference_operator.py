@@ -172,3 +172,28 @@ def test_service_proxy_path() -> None:
         "/api/v1/namespaces/ml/services/digits:http/proxy/predict"
     )
     assert service_proxy_path("ml", "digits", 80, "readyz").endswith("/services/digits:80/proxy/readyz")
+
+
+def test_env_from_loads_secrets_and_errors_name_the_argument() -> None:
+    values = {**BASE, "env_from": ["s3-credentials"]}
+    deployment = next(
+        o for o in render_inference(inference_spec(values), "digits", "ml", KEY) if o["kind"] == "Deployment"
+    )
+    container = deployment["spec"]["template"]["spec"]["containers"][0]
+    assert container["envFrom"] == [{"secretRef": {"name": "s3-credentials"}}]
+    with pytest.raises(ValidationError) as info:
+        _operator(env_from=["Not_A_Secret"])
+    assert info.value.field == "env_from[0]"
+
+
+def test_env_from_secrets_is_the_deprecated_name_of_env_from() -> None:
+    from airflow.exceptions import AirflowProviderDeprecationWarning
+
+    with pytest.warns(
+        AirflowProviderDeprecationWarning, match="env_from_secrets is deprecated; pass env_from"
+    ):
+        op = _operator(env_from_secrets=["s3-credentials"])
+    assert op.env_from == ["s3-credentials"]
+    with pytest.raises(ValidationError) as info:
+        _operator(env_from=["a"], env_from_secrets=["b"])
+    assert info.value.field == "env_from_secrets"

@@ -32,7 +32,7 @@ DEPLOYMENT = {
         ({"args": "--epochs 3"}, "args"),
         ({"env": {"1BAD": "x"}}, "env[1BAD]"),
         ({"secret_env": {"TOKEN": "no-key"}}, "secret_env[TOKEN]"),
-        ({"env_from": ["Not_A_Secret"]}, "env_from_secrets[0]"),
+        ({"env_from": ["Not_A_Secret"]}, "env_from[0]"),
         ({"requests": {"memory": "2GB"}}, "requests[memory]"),
         ({"gpus": -1}, "gpus"),
         ({"gpus": 0.5}, "gpus"),
