@@ -2,8 +2,10 @@
 
 ``self.defer(..., kwargs=...)`` normally comes back as ``execute_complete(context, event, **kwargs)``, but
 ``airflow dags test`` (Airflow 3.3, ``sdk/definitions/dag.py`` ``_run_task``) replaces the stored
-``next_kwargs`` with ``{"event": ...}`` when it runs the trigger inline, dropping them. So the state is
-also written to a private XCom before deferring, and read back from there when the kwargs are missing.
+``next_kwargs`` with ``{"event": ...}`` when it runs the trigger inline, dropping them. So the state is also
+written to ``task_state_store`` before deferring - the store the training operators keep their workload
+record in (``operators/_adopt.py``) - and read back from there when the kwargs are missing. One mechanism for
+every operator, no private XComs in the UI. The values must be JSON (the store's contract).
 """
 
 from __future__ import annotations
@@ -11,22 +13,20 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-_PREFIX = "_deferred_state_"
+_PREFIX = "deferred_state:"
 
 
 def stash(context: Mapping[str, Any], method_name: str, state: Mapping[str, Any]) -> None:
-    ti = context.get("ti")
-    if ti is not None and hasattr(ti, "xcom_push"):
-        ti.xcom_push(key=_PREFIX + method_name, value=dict(state))
+    """Save the kwargs given to ``defer`` for ``method_name`` (no-op without a task state store)."""
+    store = context.get("task_state_store")
+    if store is not None:
+        store.set(_PREFIX + method_name, dict(state))
 
 
 def restore(context: Mapping[str, Any], method_name: str, given: Mapping[str, Any]) -> dict[str, Any]:
     """The kwargs as given, or (when Airflow dropped them) what :func:`stash` saved."""
     if given:
         return dict(given)
-    ti = context.get("ti")
-    if ti is None or not hasattr(ti, "xcom_pull"):
-        return {}
-    value = ti.xcom_pull(task_ids=ti.task_id, key=_PREFIX + method_name,
-                         map_indexes=getattr(ti, "map_index", None))
+    store = context.get("task_state_store")
+    value = store.get(_PREFIX + method_name) if store is not None else None
     return dict(value or {})
