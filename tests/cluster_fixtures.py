@@ -7,9 +7,10 @@ back-off 0.2 s, probes 10x faster, grace period default 30 s still honoured unle
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 
@@ -125,10 +126,34 @@ def watch_versions(
     )
 
 
+T = TypeVar("T")
+
+
+def wait_for(
+    fetch: Callable[[], T],
+    until: Callable[[T], object] = bool,
+    timeout: float = 30.0,
+    *,
+    interval: float = 0.05,
+    what: str = "condition",
+) -> T:
+    """Poll ``fetch`` until ``until(value)`` holds (by default: until it returns something truthy) and return
+    that value. For states that last (a condition set, an object gone); use :func:`watch_versions` to catch
+    transient ones. On timeout: ``AssertionError`` naming ``what`` and the last value."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = fetch()
+        if until(value):
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"{what} not reached within {timeout}s; last value: {value!r}")
+        time.sleep(interval)
+
+
 def python_cmd(code: str) -> list[str]:
     """A pod command running Python code with the cluster's interpreter (found first on PATH)."""
     return ["python", "-c", code]
 
 
-__all__ = ["fast_settings", "python_cmd", "watch_versions"]
+__all__ = ["fast_settings", "python_cmd", "wait_for", "watch_versions"]
 os.environ.setdefault("AIRFLOW_K8S_ML_TEST", "1")

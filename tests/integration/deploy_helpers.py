@@ -6,14 +6,10 @@ import json
 import os
 import ssl
 import subprocess
-import time
 import urllib.request
-from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-
-T = TypeVar("T")
 
 # Answers every GET/POST with JSON describing the request and the pod; 500 on /broken (a readiness probe
 # pointed there never passes). Binds the pod IP from the downward API, so replicas share port 8080.
@@ -96,19 +92,6 @@ def sleeper_deployment(name: str, replicas: int = 1) -> dict[str, Any]:
             },
         },
     }
-
-
-def wait_for(
-    fetch: Callable[[], T], predicate: Callable[[T], bool], timeout: float = 20.0, what: str = "condition"
-) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fetch()
-        if predicate(value):
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what} not reached in {timeout}s; last: {value}")
-        time.sleep(0.1)
 
 
 def condition(obj: Any, type_: str) -> Any:

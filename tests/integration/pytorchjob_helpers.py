@@ -141,14 +141,6 @@ def env_lines(log: str) -> dict[str, str]:
     return dict(line.split("=", 1) for line in log.splitlines() if "=" in line)
 
 
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
 def pod_names(core: client.CoreV1Api, namespace: str) -> list[str]:
     return sorted(p.metadata.name for p in core.list_namespaced_pod(namespace).items)
 

@@ -10,18 +10,17 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.local_cluster.settings import FakeClock
-from tests.cluster_fixtures import fast_settings, python_cmd
+from tests.cluster_fixtures import fast_settings, python_cmd, wait_for
 
-T = TypeVar("T")
 START = datetime(2030, 1, 7, 0, 0, tzinfo=UTC).timestamp()  # a Monday
 SCHEDULED = "batch.kubernetes.io/cronjob-scheduled-timestamp"
 QUIET = 0.4  # real seconds for the controller (resync 0.1 s) to have acted, when asserting nothing happens
@@ -85,17 +84,6 @@ def cronjob_body(name: str, schedule: str, code: str = "print('tick')", **spec: 
             **spec,
         },
     }
-
-
-def wait_for(fn: Callable[[], T | None], timeout: float = 20.0, interval: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        time.sleep(interval)
 
 
 def job_names(batch: Any, namespace: str) -> list[str]:

@@ -9,13 +9,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import pytest
 
-from tests.cluster_fixtures import python_cmd
+from tests.cluster_fixtures import python_cmd, wait_for
 
-T = TypeVar("T")
 TERMINAL = ("Complete", "Failed")
 
 
@@ -35,17 +34,6 @@ def job_body(name: str, code: str, restart: str = "Never", **spec: Any) -> dict[
             **spec,
         },
     }
-
-
-def wait_for(fn: Callable[[], T | None], timeout: float = 30.0, interval: float = 0.05) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        time.sleep(interval)
 
 
 def conditions(job: Any) -> list[tuple[str, str, str]]:

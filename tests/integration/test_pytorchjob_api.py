@@ -8,6 +8,8 @@ from collections.abc import Iterator
 import pytest
 from kubernetes import client
 
+from tests.cluster_fixtures import wait_for
+
 from .pytorchjob_helpers import (
     PRINT_ENV,
     SLEEP,
@@ -19,7 +21,6 @@ from .pytorchjob_helpers import (
     job_body,
     read_log,
     replica,
-    wait_for,
     wait_job,
 )
 

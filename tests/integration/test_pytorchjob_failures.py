@@ -11,6 +11,7 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from tests.cluster_fixtures import wait_for
 
 from .pytorchjob_helpers import (
     PRINT_ENV,
@@ -29,7 +30,6 @@ from .pytorchjob_helpers import (
     replica,
     service_names,
     true_condition_history,
-    wait_for,
     wait_job,
     watch_job,
 )

@@ -17,9 +17,10 @@ import pytest
 from airflow_k8s_ml.checkpoints import CheckpointStore
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.operators import FineTuneJobOperator
+from tests.cluster_fixtures import wait_for
 
 from .pod_helpers import read_log
-from .training_helpers import execute_until_deferred, jobs, make_context, pods, resume, run_task, wait_for
+from .training_helpers import execute_until_deferred, jobs, make_context, pods, resume, run_task
 
 pytest.importorskip("torch")
 

@@ -27,6 +27,7 @@ import pytest
 from airflow_k8s_ml.errors import DeadlineExceeded, K8sMLError, ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators import FineTuneJobOperator
 from airflow_k8s_ml.operators._adopt import STATE_KEY
+from tests.cluster_fixtures import wait_for
 
 from .training_helpers import (
     DictTaskStateStore,
@@ -40,7 +41,6 @@ from .training_helpers import (
     revive,
     run_async,
     run_task,
-    wait_for,
 )
 
 REPO = Path(__file__).resolve().parents[2]

@@ -85,7 +85,7 @@ def server(seeded: dict[str, str]) -> Iterator[tuple[str, subprocess.Popen[str]]
             proc.communicate()
 
 
-def wait_for(url: str, proc: subprocess.Popen[str], want: int, timeout: float = 30) -> list[int]:
+def wait_for_status(url: str, proc: subprocess.Popen[str], want: int, timeout: float = 30) -> list[int]:
     """Poll ``url`` until it answers ``want``; return every status seen (connection refused is skipped)."""
     seen: list[int] = []
     deadline = time.monotonic() + timeout
@@ -105,8 +105,8 @@ def wait_for(url: str, proc: subprocess.Popen[str], want: int, timeout: float = 
 
 def test_serve_probes_predict_and_sigterm(seeded: dict[str, str], server) -> None:  # type: ignore[no-untyped-def]
     url, proc = server
-    wait_for(f"{url}/healthz", proc, 200)
-    readiness = wait_for(f"{url}/readyz", proc, 200)
+    wait_for_status(f"{url}/healthz", proc, 200)
+    readiness = wait_for_status(f"{url}/readyz", proc, 200)
     assert readiness[0] == 503  # live before the model is loaded, ready only after
     status, body = http("GET", f"{url}/readyz")
     assert (status, body["step"], body["model_uri"]) == (200, 1, seeded["model_uri"])

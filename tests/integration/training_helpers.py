@@ -11,8 +11,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import json
-import time
-from collections.abc import Callable
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -127,17 +125,6 @@ def execute_until_deferred(op: Any, context: dict[str, Any]) -> Any:
     with pytest.raises(task_deferred()) as info:
         op.execute(context)
     return info.value
-
-
-def wait_for(fn: Callable[[], Any], timeout: float = 30.0, interval: float = 0.05) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = fn()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s (last value {value!r})")
-        time.sleep(interval)
 
 
 def jobs(batch: Any, namespace: str) -> list[Any]:
