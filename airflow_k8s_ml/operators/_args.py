@@ -24,6 +24,7 @@ __all__ = [
     "CHECKPOINT_URI_ENV",
     "ON_FINISH",
     "PLACEHOLDER",
+    "POD_ARGUMENTS",
     "RESUMED_FROM_ANNOTATION",
     "RESUME_FROM_ENV",
     "RESUME_PLACEHOLDER",
@@ -54,8 +55,31 @@ ON_FINISH = ("keep", "delete_on_success", "delete")
 
 _JINJA = re.compile(r"{{|{%")
 
+#: Operator argument -> PodTemplate field, for every pod argument an operator takes at the top level (the
+#: training operators take all of these; the serving operators a subset). Other fields go in ``pod_options``.
+POD_ARGUMENTS: Mapping[str, str] = {
+    "image": "image",
+    "command": "command",
+    "args": "args",
+    "env": "env",
+    "secret_env": "secret_env",
+    "env_from": "env_from_secrets",
+    "requests": "requests",
+    "limits": "limits",
+    "gpus": "gpus",
+    "gpu_resource": "gpu_resource",
+    "node_selector": "node_selector",
+    "tolerations": "tolerations",
+    "image_pull_secrets": "image_pull_secrets",
+    "volumes": "volumes",
+    "service_account": "service_account",
+    "scheduler_name": "scheduler_name",
+    "pod_security_context": "pod_security_context",
+    "container_security_context": "container_security_context",
+    "shm_size": "shm_size",
+}
 #: PodTemplate field -> the operator argument that sets it, where the two names differ.
-ARGUMENT_OF_FIELD: Mapping[str, str] = {"env_from_secrets": "env_from"}
+ARGUMENT_OF_FIELD: Mapping[str, str] = {field: arg for arg, field in POD_ARGUMENTS.items() if arg != field}
 
 
 @contextmanager

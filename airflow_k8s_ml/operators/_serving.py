@@ -23,6 +23,7 @@ from airflow_k8s_ml.manifests.serving import (
     build_inference_objects,
 )
 from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.operators._args import POD_ARGUMENTS as ALL_POD_ARGUMENTS
 from airflow_k8s_ml.operators._args import argument_names
 
 __all__ = [
@@ -108,18 +109,11 @@ def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str,
 # --- typed specs from operator arguments -----------------------------------------------------------------
 
 POD_IP_ENV = "POD_IP"
-#: Operator argument -> PodTemplate field, for the pod fields the serving operators take as top-level
-#: arguments (named as on the training operators); the other fields go in ``pod_options``.
+#: The pod arguments the serving operators take at the top level (named as on the training operators);
+#: the other PodTemplate fields go in ``pod_options``.
 POD_ARGUMENTS: Mapping[str, str] = {
-    "image": "image",
-    "command": "command",
-    "args": "args",
-    "env": "env",
-    "secret_env": "secret_env",
-    "env_from": "env_from_secrets",
-    "requests": "requests",
-    "limits": "limits",
-    "gpus": "gpus",
+    name: ALL_POD_ARGUMENTS[name]
+    for name in ("image", "command", "args", "env", "secret_env", "env_from", "requests", "limits", "gpus")
 }
 #: InferenceSpec fields reachable through ``deployment_options`` (rollout tuning, rarely changed).
 DEPLOYMENT_OPTIONS = (

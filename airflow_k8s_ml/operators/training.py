@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
-from airflow_k8s_ml.operators._args import PLACEHOLDER, argument_names, substitute_resume
+from airflow_k8s_ml.operators._args import PLACEHOLDER, POD_ARGUMENTS, argument_names, substitute_resume
 from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env, parse_time_key
 
 if TYPE_CHECKING:
@@ -28,28 +28,6 @@ if TYPE_CHECKING:
 
 __all__ = ["FineTuneJobOperator", "PyTorchJobOperator"]
 
-#: Operator argument -> PodTemplate field, for the pod arguments both operators share.
-_POD_ARGUMENTS: dict[str, str] = {
-    "image": "image",
-    "command": "command",
-    "args": "args",
-    "env": "env",
-    "secret_env": "secret_env",
-    "env_from": "env_from_secrets",
-    "requests": "requests",
-    "limits": "limits",
-    "gpus": "gpus",
-    "gpu_resource": "gpu_resource",
-    "node_selector": "node_selector",
-    "tolerations": "tolerations",
-    "image_pull_secrets": "image_pull_secrets",
-    "volumes": "volumes",
-    "service_account": "service_account",
-    "scheduler_name": "scheduler_name",
-    "pod_security_context": "pod_security_context",
-    "container_security_context": "container_security_context",
-    "shm_size": "shm_size",
-}
 _POD_TEMPLATE_FIELDS = frozenset({"image", *POD_DEFAULTS})
 
 
@@ -60,14 +38,14 @@ def pod_arguments(
     ``{{ resume_from }}`` replaced."""
     if values["image"] is None:
         raise ValidationError("image", "is required (or pass manifest=)")
-    kwargs = {target: values[name] for name, target in _POD_ARGUMENTS.items() if values[name] is not None}
+    kwargs = {target: values[name] for name, target in POD_ARGUMENTS.items() if values[name] is not None}
     kwargs["args"] = substitute_resume(values["args"], resume_uri)
     kwargs["env"] = inject_env(values["env"], injected_env)
     options = values["pod_options"] or {}
     if not isinstance(options, Mapping):
         raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
     for key, value in options.items():
-        if key not in _POD_TEMPLATE_FIELDS or key in kwargs or key in _POD_ARGUMENTS.values():
+        if key not in _POD_TEMPLATE_FIELDS or key in kwargs or key in POD_ARGUMENTS.values():
             raise ValidationError(
                 f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
             )
@@ -86,7 +64,7 @@ def pod_template(values: Mapping[str, Any], placement: Placement) -> PodTemplate
 class _TrainingOperator(_WorkloadOperator):
     """The pod arguments shared by both training operators (see the subclasses for the full list)."""
 
-    pod_fields = (*_POD_ARGUMENTS, "pod_options")
+    pod_fields = (*POD_ARGUMENTS, "pod_options")
     template_fields: Sequence[str] = (*_WorkloadOperator.template_fields, "image", "command", "args", "env")
 
     def __init__(
