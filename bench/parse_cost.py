@@ -7,9 +7,10 @@ has the parsing machinery imported and pre-imports the ``airflow.*`` modules a D
 beyond ``airflow.*`` - here ``airflow_k8s_ml`` - is therefore imported again in every child, which is why the
 package must stay import-light.
 
-Three DAG files: one EmptyOperator (the baseline), one FineTuneJobOperator (the headline ratio: same task
-count, so the difference is what our package costs), and a three-task pipeline using both training operators
-and the sensor (for information: more tasks cost more to build and serialise whatever they are).
+Four DAG files: one EmptyOperator (the baseline), one FineTuneJobOperator (the headline ratio: same task
+count, so the difference is what our package costs), a three-task pipeline using both training operators and
+the sensor, and the shipped ``dags/nightly_finetune.py`` (seven tasks, Params, branching; both for
+information: more tasks cost more to build and serialise whatever they are).
 
 Prints, per DAG file, the median per parse measured three ways - inside the child (load + serialise),
 fork-to-exit as the manager sees it, and the child's CPU time (least sensitive to machine load) - and the
@@ -29,6 +30,8 @@ import tempfile
 import textwrap
 import time
 from pathlib import Path
+
+NIGHTLY_DAG = Path(__file__).resolve().parent.parent / "dags" / "nightly_finetune.py"
 
 EMPTY_DAG = """
 from datetime import datetime
@@ -180,7 +183,12 @@ def main(argv: list[str] | None = None) -> int:
         os.environ.setdefault("AIRFLOW__LOGGING__LOGGING_LEVEL", "WARNING")  # no per-parse "Filling up" lines
         bundle = home / "dags"
         bundle.mkdir()
-        sources = {"EmptyOperator": EMPTY_DAG, "FineTuneJob": ONE_TASK_DAG, "pipeline (3)": PIPELINE_DAG}
+        sources = {
+            "EmptyOperator": EMPTY_DAG,
+            "FineTuneJob": ONE_TASK_DAG,
+            "pipeline (3)": PIPELINE_DAG,
+            "nightly DAG (7)": NIGHTLY_DAG.read_text(encoding="utf-8"),
+        }
         files = {label: bundle / f"dag_{i}.py" for i, label in enumerate(sources)}
         for label, source in sources.items():
             files[label].write_text(textwrap.dedent(source))
@@ -208,7 +216,7 @@ def main(argv: list[str] | None = None) -> int:
     for label, values in medians.items():
         print(f"{label:<20}" + "".join(f"{v * 1000:>17.2f} ms" for v in values))
     base = medians["EmptyOperator"]
-    for label in ("FineTuneJob", "pipeline (3)"):
+    for label in ("FineTuneJob", "pipeline (3)", "nightly DAG (7)"):
         ratios = [o / b for o, b in zip(medians[label], base, strict=True)]
         print(f"{'ratio ' + label:<20}" + "".join(f"{r:>20.2f}" for r in ratios))
     headline = medians["FineTuneJob"][1] / base[1]

@@ -3,6 +3,7 @@
 Finds the newest complete checkpoint under a base URI, verifies it (zero-download checksums by default),
 applies metric rules and pushes ``{"uri", "step", "metrics", "created_at"}`` for the deploy task. The policy
 itself lives in :func:`airflow_k8s_ml.checkpoints.gate.check_gate`; this class only wires Airflow to it.
+The store and the gate are imported in ``execute``: DAG parsing only checks the arguments.
 """
 
 from __future__ import annotations
@@ -12,10 +13,8 @@ from typing import Any
 
 from airflow.sdk import BaseOperator
 
-from airflow_k8s_ml.checkpoints.gate import check_gate
 from airflow_k8s_ml.checkpoints.integrity import check_mode
 from airflow_k8s_ml.checkpoints.rules import parse_rules
-from airflow_k8s_ml.checkpoints.store import CheckpointStore
 from airflow_k8s_ml.checkpoints.uri import parse_uri
 
 
@@ -63,6 +62,9 @@ class CheckpointCheckOperator(BaseOperator):
         self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
+        from airflow_k8s_ml.checkpoints.gate import check_gate
+        from airflow_k8s_ml.checkpoints.store import CheckpointStore
+
         rules = parse_rules(self.metric_rules)
         store = CheckpointStore(self.base_uri, self.aws_conn_id)
         result = check_gate(store.scan(self.verify), rules, self.allow_older, store.base_uri)

@@ -11,7 +11,8 @@ second newest, which after a rerun or a concurrent deploy may not be what was li
 read before the apply and restore exactly its template. A first deploy has nothing to go back to: its
 objects stay for inspection and the task fails saying so.
 
-Import-light: ``kubernetes``, the trigger and the client are imported inside the methods.
+Import-light: ``kubernetes``, the trigger, the client and the execute-time helpers (rollout report, smoke
+probe, rollback) are imported inside the methods; DAG parsing only checks and renders the arguments.
 """
 
 from __future__ import annotations
@@ -30,14 +31,6 @@ from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
-from airflow_k8s_ml.operators._rollout_report import (
-    failure_reason,
-    pod_trouble,
-    revision,
-    rollback_message,
-    rollout_error,
-    served_model,
-)
 from airflow_k8s_ml.operators._serving import (
     POD_ARGUMENTS,
     inference_spec,
@@ -46,12 +39,12 @@ from airflow_k8s_ml.operators._serving import (
     run_key,
 )
 from airflow_k8s_ml.operators._smoke import validate_smoke_args
-from airflow_k8s_ml.operators._smoke_probe import SERVICE_PORT_NAME, SmokeSettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
 
 __all__ = ["InferenceDeploymentOperator"]
 
@@ -243,6 +236,8 @@ class InferenceDeploymentOperator(BaseOperator):
 
     # -- execute ----------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
+        from airflow_k8s_ml.operators._rollout_report import revision
+
         values = self._values()
         if values["namespace"] is not None:
             validate_namespace(values["namespace"])
@@ -323,6 +318,8 @@ class InferenceDeploymentOperator(BaseOperator):
     # -- after the rollout ------------------------------------------------------------------------------
     def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> Any:
         """The rollout wait ended: smoke-test a success, roll back a failure or an expired deadline."""
+        from airflow_k8s_ml.operators._rollout_report import failure_reason, revision
+
         state: Mapping[str, Any] = _defer_state.restore(context, "execute_complete", kwargs)["state"]
         from airflow_k8s_ml.status.rollout import rollout_status
         from airflow_k8s_ml.triggers.events import WorkloadEvent
@@ -352,6 +349,7 @@ class InferenceDeploymentOperator(BaseOperator):
         in the task log: the failure message should say why, not only that the deadline passed."""
         from airflow_k8s_ml.kube.serving_ops import replica_sets_of
         from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
+        from airflow_k8s_ml.operators._rollout_report import pod_trouble
 
         try:
             template_hash = revision_hash(replica_sets_of(client, deployment), failed_revision)
@@ -382,7 +380,8 @@ class InferenceDeploymentOperator(BaseOperator):
     def _after_rollout(
         self, context: Context, client: KubeClient, namespace: str, state: Mapping[str, Any]
     ) -> dict[str, Any]:
-        from airflow_k8s_ml.operators._smoke_probe import run_smoke
+        from airflow_k8s_ml.operators._rollout_report import revision
+        from airflow_k8s_ml.operators._smoke_probe import SERVICE_PORT_NAME, run_smoke
 
         deployment = client.get("apps/v1", "Deployment", self.name, namespace)
         serving = revision(deployment)
@@ -406,6 +405,8 @@ class InferenceDeploymentOperator(BaseOperator):
         }
 
     def _smoke_settings(self) -> SmokeSettings:
+        from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
+
         return SmokeSettings(
             readiness_path=self.readiness_path,
             path=self.smoke_path,
@@ -429,6 +430,7 @@ class InferenceDeploymentOperator(BaseOperator):
         """Undo to the revision that served before this task, then defer until it is healthy (or fail now)."""
         from airflow_k8s_ml.kube.serving_ops import replica_sets_of
         from airflow_k8s_ml.operators._rollback import plan_rollback
+        from airflow_k8s_ml.operators._rollout_report import revision, rollout_error, served_model
 
         previous = int(state.get("previous_revision") or 0)
         self.log.error("%s", reason)
@@ -482,6 +484,13 @@ class InferenceDeploymentOperator(BaseOperator):
         **kwargs: Any,
     ) -> None:
         """The rollback's wait ended: always fail, saying why and which revision serves now."""
+        from airflow_k8s_ml.operators._rollout_report import (
+            revision,
+            rollback_message,
+            rollout_error,
+            served_model,
+        )
+
         restored = _defer_state.restore(context, "execute_rollback_complete", kwargs)
         rollback: Mapping[str, Any] = restored["rollback"]
         from airflow_k8s_ml.triggers.events import WorkloadEvent
