@@ -130,12 +130,14 @@ class _TrainingOperator(_WorkloadOperator):
 
     def _check_spec(self, values: Mapping[str, Any], injected_env: Mapping[str, str]) -> None:
         with argument_names():
-            check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
+            pod = check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
         self._check_workload(values)
-        if values["labels"]:  # the user's labels may not take our keys (they drive adoption)
-            from airflow_k8s_ml.manifests.naming import merge_labels
+        # The workload's and the pod's labels may not take our keys: they drive adoption.
+        for user_labels in (values["labels"], pod["labels"]):
+            if user_labels:
+                from airflow_k8s_ml.manifests.naming import merge_labels
 
-            merge_labels(parse_time_key().labels(), values["labels"], "labels")
+                merge_labels(parse_time_key().labels(), user_labels, "labels")
 
     def _check_workload(self, values: Mapping[str, Any]) -> None:
         """Check the kind's own arguments (what its spec's ``__post_init__`` checks besides the pod)."""

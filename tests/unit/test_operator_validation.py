@@ -49,6 +49,7 @@ DEPLOYMENT = {
         ({"ttl_seconds_after_finished": -5}, "ttl_seconds_after_finished"),
         ({"queue_name": "Bad Queue"}, "queue_name"),
         ({"labels": {"airflow-k8s-ml/task-id": "other"}}, "labels[airflow-k8s-ml/task-id]"),
+        ({"pod_options": {"labels": {"airflow-k8s-ml/run-id": "x"}}}, "labels[airflow-k8s-ml/run-id]"),
         ({"on_finish": "purge"}, "on_finish"),
         ({"admission_timeout": 0}, "admission_timeout"),
         ({"run_timeout": "6h"}, "run_timeout"),
