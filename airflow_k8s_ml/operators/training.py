@@ -133,11 +133,13 @@ class _TrainingOperator(_WorkloadOperator):
             pod = check_pod_fields(pod_arguments(values, injected_env, resume_uri=None))
         self._check_workload(values)
         # The workload's and the pod's labels may not take our keys: they drive adoption.
-        for user_labels in (values["labels"], pod["labels"]):
-            if user_labels:
-                from airflow_k8s_ml.manifests.naming import merge_labels
+        given = [labels for labels in (values["labels"], pod["labels"]) if labels]
+        if given:
+            from airflow_k8s_ml.manifests.naming import merge_labels
 
-                merge_labels(parse_time_key().labels(), user_labels, "labels")
+            ours = parse_time_key().labels()
+            for user_labels in given:
+                merge_labels(ours, user_labels, "labels")
 
     def _check_workload(self, values: Mapping[str, Any]) -> None:
         """Check the kind's own arguments (what its spec's ``__post_init__`` checks besides the pod)."""
