@@ -108,3 +108,22 @@ def test_wait_for_failed_job(cluster: ClusterThread, namespace: str, tmp_path: P
     reason = kubectl(cluster, tmp_path, "get", "-n", namespace, "job/bad", "-o",
                      "jsonpath={.status.conditions[?(@.type=='Failed')].reason}")
     assert reason.stdout == "BackoffLimitExceeded"
+
+
+def test_get_shows_wide_columns_only_with_o_wide(
+    cluster: ClusterThread, namespace: str, tmp_path: Path
+) -> None:
+    manifest = _manifest(tmp_path, "wide", "print('hi')")
+    kubectl(cluster, tmp_path, "apply", "-n", namespace, "-f", str(manifest))
+    kubectl(cluster, tmp_path, "wait", "-n", namespace, "--for=condition=complete", "job/wide",
+            "--timeout=60s")
+    narrow = kubectl(cluster, tmp_path, "get", "-n", namespace, "pods").stdout.splitlines()
+    wide = kubectl(cluster, tmp_path, "get", "-n", namespace, "pods", "-o", "wide").stdout.splitlines()
+    assert narrow[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
+    assert wide[0].split() == [
+        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"
+    ]
+    assert narrow[1].split()[1:4] == ["0/1", "Completed", "0"]
+    jobs = kubectl(cluster, tmp_path, "get", "-n", namespace, "jobs", "-o", "wide").stdout.splitlines()
+    assert jobs[0].split()[-3:] == ["CONTAINERS", "IMAGES", "SELECTOR"]
+    assert jobs[1].split()[-3:-1] == ["main", "python:3.11-slim"]
