@@ -38,8 +38,12 @@ lint: $(STAMP)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
 
+# Every bench/ script, one after the other (about 7 minutes; they share no state).
 bench: $(STAMP)
 	$(PY) bench/local_cluster.py
+	$(PY) bench/parse_cost.py
+	$(PY) bench/checkpoint_verify.py
+	$(PY) bench/wait_efficiency.py
 
 local-up: $(STAMP)
 	$(VENV)/bin/airflow-k8s-ml local up
