@@ -294,10 +294,12 @@ def _selector_column(read: Callable[[Obj], Obj | None]) -> Column:
     return Column("Selector", "string", lambda o: _format_selector(read(o)), 1)
 
 
-_JOB_SELECTOR = _selector_column(lambda o: o.get("spec", {}).get("selector"))
+_SPEC_SELECTOR = _selector_column(lambda o: o.get("spec", {}).get("selector"))
 _CRONJOB_SELECTOR = _selector_column(
     lambda o: o["spec"].get("jobTemplate", {}).get("spec", {}).get("selector")
 )
+#: The last columns of every kind with a pod template (Job, Deployment, ReplicaSet).
+_TEMPLATE_TAIL = (_AGE, _CONTAINERS, _IMAGES, _SPEC_SELECTOR)
 
 #: Per kind, the columns of Kubernetes 1.32's printers (``pkg/printers/internalversion/printers.go``); the
 #: PyTorchJob's are the training operator CRD's ``additionalPrinterColumns``. Other kinds: Name and Age.
@@ -324,10 +326,7 @@ COLUMNS: dict[str, list[Column]] = {
             lambda o: f"{o.get('status', {}).get('succeeded', 0)}/{o.get('spec', {}).get('completions', 1)}",
         ),
         Column("Duration", "string", _job_duration),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _JOB_SELECTOR,
+        *_TEMPLATE_TAIL,
     ],
     "CronJob": [
         _NAME,
@@ -359,20 +358,14 @@ COLUMNS: dict[str, list[Column]] = {
         ),
         Column("Up-to-date", "integer", lambda o: o.get("status", {}).get("updatedReplicas", 0)),
         Column("Available", "integer", lambda o: o.get("status", {}).get("availableReplicas", 0)),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _JOB_SELECTOR,
+        *_TEMPLATE_TAIL,
     ],
     "ReplicaSet": [
         _NAME,
         Column("Desired", "integer", lambda o: o["spec"].get("replicas", 1)),
         Column("Current", "integer", lambda o: o.get("status", {}).get("replicas", 0)),
         Column("Ready", "integer", lambda o: o.get("status", {}).get("readyReplicas", 0)),
-        _AGE,
-        _CONTAINERS,
-        _IMAGES,
-        _JOB_SELECTOR,
+        *_TEMPLATE_TAIL,
     ],
     "Service": [
         _NAME,
