@@ -6,8 +6,11 @@ back-off 0.2 s, probes 10x faster, grace period default 30 s still honoured unle
 
 from __future__ import annotations
 
+import json
 import os
+import ssl
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -150,10 +153,23 @@ def wait_for(
         time.sleep(interval)
 
 
+def admin(cluster: ClusterThread, action: str, body: dict[str, Any]) -> dict[str, Any]:
+    """POST to the local cluster's admin API (fault injection such as ``evict``, the HPA test ``metrics``)."""
+    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
+    request = urllib.request.Request(
+        f"{cluster.url}/admin/{action}",
+        data=json.dumps(body).encode(),
+        method="POST",
+        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
+    )
+    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
+        return json.loads(response.read())  # type: ignore[no-any-return]
+
+
 def python_cmd(code: str) -> list[str]:
     """A pod command running Python code with the cluster's interpreter (found first on PATH)."""
     return ["python", "-c", code]
 
 
-__all__ = ["fast_settings", "python_cmd", "wait_for", "watch_versions"]
+__all__ = ["admin", "fast_settings", "python_cmd", "wait_for", "watch_versions"]
 os.environ.setdefault("AIRFLOW_K8S_ML_TEST", "1")

@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import json
 import os
 import ssl
 import subprocess
-import urllib.request
 from typing import Any
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
@@ -103,18 +101,6 @@ def kubectl(cluster: ClusterThread, *args: str, timeout: float = 60) -> subproce
     return subprocess.run(
         ["kubectl", *args], env=env, capture_output=True, text=True, timeout=timeout, check=False
     )
-
-
-def admin(cluster: ClusterThread, action: str, body: dict[str, Any]) -> dict[str, Any]:
-    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
-    request = urllib.request.Request(
-        f"{cluster.url}/admin/{action}",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]
 
 
 def raw_request(

@@ -158,19 +158,3 @@ def event_messages(core: client.CoreV1Api, namespace: str, name: str, reason: st
 
 def api_error(exc: client.ApiException) -> dict[str, Any]:
     return json.loads(exc.body)  # type: ignore[no-any-return]
-
-
-def admin(cluster: Any, action: str, body: dict[str, Any]) -> dict[str, Any]:
-    """POST to the local cluster's admin API (fault injection such as ``evict``)."""
-    import ssl
-    import urllib.request
-
-    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
-    request = urllib.request.Request(
-        f"{cluster.url}/admin/{action}",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
-        return json.loads(response.read())  # type: ignore[no-any-return]

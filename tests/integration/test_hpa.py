@@ -10,9 +10,9 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from tests.cluster_fixtures import wait_for
+from tests.cluster_fixtures import admin, wait_for
 
-from .deploy_helpers import admin, events, sleeper_deployment
+from .deploy_helpers import events, sleeper_deployment
 
 NO_CPU_METRICS = (
     "failed to get cpu utilization: unable to get metrics for resource cpu: "

@@ -4,12 +4,11 @@
 from __future__ import annotations
 
 import json
-import ssl
-import urllib.request
 
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from tests.cluster_fixtures import admin
 
 from .pod_helpers import condition, container_status, phase_is, pod_body, read_log, wait_pod, watch_pod
 
@@ -25,25 +24,13 @@ def _running(core: client.CoreV1Api, namespace: str, name: str) -> None:
     )
 
 
-def _admin(cluster: ClusterThread, action: str, body: dict) -> dict:
-    ctx = ssl.create_default_context(cafile=str(cluster.kubeconfig_path.parent / "ca.crt"))
-    request = urllib.request.Request(
-        f"{cluster.url}/admin/{action}",
-        data=json.dumps(body).encode(),
-        method="POST",
-        headers={"Authorization": f"Bearer {cluster.token}", "Content-Type": "application/json"},
-    )
-    with urllib.request.urlopen(request, context=ctx, timeout=20) as response:
-        return json.loads(response.read())
-
-
 def test_kubelet_eviction_fails_the_pod(
     core: client.CoreV1Api, namespace: str, cluster: ClusterThread
 ) -> None:
     core.create_namespaced_pod(namespace, pod_body("victim", _SLEEPER))
     _running(core, namespace, "victim")
 
-    evicted = _admin(
+    evicted = admin(
         cluster,
         "evict",
         {"namespace": namespace, "name": "victim", "message": "The node was low on resource: memory. "},

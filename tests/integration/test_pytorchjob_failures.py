@@ -11,12 +11,11 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from tests.cluster_fixtures import wait_for
+from tests.cluster_fixtures import admin, wait_for
 
 from .pytorchjob_helpers import (
     PRINT_ENV,
     SLEEP,
-    admin,
     condition,
     create,
     env_lines,
