@@ -8,20 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.kube.async_client import close_all, get_kube
+from airflow_k8s_ml.kube.async_client import get_kube
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.resources import Resource, resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
-from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry, reset_registry
+from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.status import classify
 
-from .workload_helpers import FAST_WATCH, complete, in_thread, job, metric, use_cluster
+from .workload_helpers import complete, in_thread, job, metric, use_cluster
 
 JOBS = WatchKey("kubernetes_default", resource_for(None, "Job"), "default")
 
@@ -32,14 +32,6 @@ def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Ite
     client = KubeClient(namespace="default")
     yield client
     client.close()
-
-
-@pytest.fixture()
-async def registry() -> AsyncIterator[WatchRegistry]:
-    registry = reset_registry(FAST_WATCH)
-    yield registry
-    await registry.close()
-    await close_all()
 
 
 async def until(predicate: Callable[[], Any], timeout: float = 5.0) -> None:

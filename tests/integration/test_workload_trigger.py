@@ -10,18 +10,17 @@ import asyncio
 import re
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.kube.async_client import close_all
 from airflow_k8s_ml.kube.sync_client import KubeClient
-from airflow_k8s_ml.kube.watch import WatchRegistry, reset_registry
+from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
-from .workload_helpers import FAST_WATCH, in_thread, job, run_trigger, use_cluster
+from .workload_helpers import in_thread, job, run_trigger, trigger_for, use_cluster
 
 GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
@@ -32,22 +31,6 @@ def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPat
     client = KubeClient(namespace=namespace)
     yield client
     client.close()
-
-
-@pytest.fixture()
-async def watches() -> AsyncIterator[WatchRegistry]:
-    registry = reset_registry(FAST_WATCH)
-    yield registry
-    await registry.close()
-    await close_all()
-
-
-def trigger_for(obj: dict[str, Any], **kwargs: Any) -> WorkloadTrigger:
-    meta = obj["metadata"]
-    kwargs.setdefault("task_started_at", time.time())
-    return WorkloadTrigger(
-        kind=obj["kind"], name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], **kwargs
-    )
 
 
 def relayed(output: str, pattern: str) -> Counter[tuple[str, ...]]:
@@ -66,7 +49,7 @@ async def until_running(client: KubeClient, kind: str, name: str, count: int = 1
 
 
 async def test_quick_job_succeeds_and_its_log_is_relayed_once(
-    client: KubeClient, watches: WatchRegistry, capfd: pytest.CaptureFixture[str]
+    client: KubeClient, registry: WatchRegistry, capfd: pytest.CaptureFixture[str]
 ) -> None:
     code = "import time\nfor i in range(5):\n    print(f'step {i}', flush=True); time.sleep(0.1)"
     obj = await in_thread(client.create, job("quick", code))
@@ -81,7 +64,7 @@ async def test_quick_job_succeeds_and_its_log_is_relayed_once(
 
 
 async def test_failing_job_reports_backoff_limit_with_each_pods_exit(
-    client: KubeClient, watches: WatchRegistry
+    client: KubeClient, registry: WatchRegistry
 ) -> None:
     code = "import sys\nprint('epoch 1')\nprint('fatal: CUDA error: out of memory', flush=True)\nsys.exit(3)"
     obj = await in_thread(client.create, job("crash", code, backoff=1))
@@ -97,7 +80,7 @@ async def test_failing_job_reports_backoff_limit_with_each_pods_exit(
 
 
 async def test_admission_deadline_for_a_gpu_request_on_a_cluster_without_gpus(
-    client: KubeClient, watches: WatchRegistry
+    client: KubeClient, registry: WatchRegistry
 ) -> None:
     gpu = {"resources": {"limits": {"nvidia.com/gpu": "1"}}}
     obj = await in_thread(client.create, job("gpu", "print('never')", container=gpu))
@@ -112,7 +95,7 @@ async def test_admission_deadline_for_a_gpu_request_on_a_cluster_without_gpus(
 
 
 async def test_run_deadline_fires_within_a_second_of_expiry(
-    client: KubeClient, watches: WatchRegistry
+    client: KubeClient, registry: WatchRegistry
 ) -> None:
     obj = await in_thread(
         client.create, job("long", "import time; print('training', flush=True); time.sleep(60)")
@@ -132,7 +115,7 @@ async def test_run_deadline_fires_within_a_second_of_expiry(
 
 
 async def test_cleanup_keeps_the_job_and_on_kill_deletes_it_foreground(
-    client: KubeClient, watches: WatchRegistry
+    client: KubeClient, registry: WatchRegistry
 ) -> None:
     obj = await in_thread(client.create, job("killme", "import time; time.sleep(60)"))
     first = trigger_for(obj)
@@ -158,7 +141,9 @@ async def test_cleanup_keeps_the_job_and_on_kill_deletes_it_foreground(
     assert await in_thread(client.pods_of, "Job", "killme") == []
 
 
-async def test_recreated_trigger_still_detects_completion(client: KubeClient, watches: WatchRegistry) -> None:
+async def test_recreated_trigger_still_detects_completion(
+    client: KubeClient, registry: WatchRegistry
+) -> None:
     obj = await in_thread(
         client.create, job("restart", "import time; time.sleep(1.5); print('done', flush=True)")
     )
@@ -175,7 +160,7 @@ async def test_recreated_trigger_still_detects_completion(client: KubeClient, wa
 
 
 async def test_pytorchjob_logs_are_prefixed_by_replica(
-    client: KubeClient, watches: WatchRegistry, capfd: pytest.CaptureFixture[str]
+    client: KubeClient, registry: WatchRegistry, capfd: pytest.CaptureFixture[str]
 ) -> None:
     def replica(code: str) -> dict[str, Any]:
         container = {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", code]}
@@ -195,7 +180,7 @@ async def test_pytorchjob_logs_are_prefixed_by_replica(
     assert lines == Counter({("master-0", "0"): 1, ("worker-0", "1"): 1})
 
 
-async def test_deployment_waits_for_the_rollout(client: KubeClient, watches: WatchRegistry) -> None:
+async def test_deployment_waits_for_the_rollout(client: KubeClient, registry: WatchRegistry) -> None:
     container = {
         "name": "web",
         "image": "python:3.11",

@@ -13,14 +13,21 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.kube.async_client import close_all, get_kube
+from airflow_k8s_ml.kube.async_client import get_kube
 from airflow_k8s_ml.kube.sync_client import KubeClient
-from airflow_k8s_ml.kube.watch import WatchRegistry, reset_registry
+from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.logs import LogRelay
-from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
-from .workload_helpers import FAST_WATCH, complete, in_thread, job, metric, run_trigger, use_cluster
+from .workload_helpers import (
+    complete,
+    in_thread,
+    job,
+    metric,
+    run_trigger,
+    trigger_for,
+    use_cluster,
+)
 
 COUNT_TO_TWELVE = "import time\nfor i in range(12):\n    print(f'tick {i}', flush=True); time.sleep(0.15)"
 
@@ -33,30 +40,10 @@ def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Ite
     client.close()
 
 
-@pytest.fixture()
-async def watches() -> AsyncIterator[WatchRegistry]:
-    registry = reset_registry(FAST_WATCH)
-    yield registry
-    await registry.close()
-    await close_all()
-
-
-def trigger_for(obj: dict[str, Any], **kwargs: Any) -> WorkloadTrigger:
-    meta = obj["metadata"]
-    return WorkloadTrigger(
-        kind=obj["kind"],
-        name=meta["name"],
-        namespace=meta["namespace"],
-        uid=meta["uid"],
-        task_started_at=time.time(),
-        **kwargs,
-    )
-
-
 async def test_a_healthy_wait_survives_throttling_errors_and_dropped_watches(
     client: KubeClient,
     fresh_cluster: ClusterThread,
-    watches: WatchRegistry,
+    registry: WatchRegistry,
     capfd: pytest.CaptureFixture[str],
 ) -> None:
     fresh_cluster.cluster.faults.configure(
@@ -75,12 +62,12 @@ async def test_a_healthy_wait_survives_throttling_errors_and_dropped_watches(
     assert event.outcome == "succeeded", event.message
     lines = Counter(re.findall(r"\[steady-\w{5}\] tick (\d+)", capfd.readouterr().out))
     assert sorted(lines, key=int) == [str(i) for i in range(12)] and set(lines.values()) == {1}
-    stats = [w.stats for w in watches.watches.values()]
+    stats = [w.stats for w in registry.watches.values()]
     assert not stats  # both shared watches stopped with their last waiter
     assert await in_thread(metric, client, "apiserver_request_total", verb="WATCH", code="500") >= 1
 
 
-async def test_many_triggers_share_two_watches(client: KubeClient, watches: WatchRegistry) -> None:
+async def test_many_triggers_share_two_watches(client: KubeClient, registry: WatchRegistry) -> None:
     names = [f"many-{i}" for i in range(30)]
     objs = [await in_thread(client.create, job(name, "pass", suspend=True)) for name in names]
     before = await in_thread(metric, client, "apiserver_request_total")
@@ -89,7 +76,7 @@ async def test_many_triggers_share_two_watches(client: KubeClient, watches: Watc
     while await in_thread(metric, client, "apiserver_registered_watchers") != 2:
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
-    assert {key.resource.plural for key in watches.watches} == {"jobs", "pods"}
+    assert {key.resource.plural for key in registry.watches} == {"jobs", "pods"}
     for name in names:
         await in_thread(complete, client, name, "default")
     events = await asyncio.gather(*tasks)
@@ -129,7 +116,7 @@ class _Cut:
 
 
 async def test_log_relay_resumes_after_cuts_without_duplicates(
-    client: KubeClient, watches: WatchRegistry, caplog: pytest.LogCaptureFixture
+    client: KubeClient, registry: WatchRegistry, caplog: pytest.LogCaptureFixture
 ) -> None:
     await in_thread(client.create, job("cut", COUNT_TO_TWELVE))
     network = CuttingLogs(await get_kube(), after=0.4)

@@ -14,6 +14,7 @@ import pytest
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchSettings
 from airflow_k8s_ml.triggers.events import WorkloadEvent
+from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 #: Watch timings for tests: quick backoff, short polls (never sleeping longer than needed).
 FAST_WATCH = WatchSettings(backoffs=(0.05, 0.1, 0.2, 0.3), poll_interval=0.3, inactivity_grace=5.0)
@@ -90,3 +91,12 @@ async def run_trigger(trigger: Any, timeout: float = 30.0) -> WorkloadEvent:
 async def in_thread(fn: Any, *args: Any, **kwargs: Any) -> Any:
     """Blocking client calls from an async test, off the event loop the triggers run on."""
     return await asyncio.to_thread(fn, *args, **kwargs)
+
+
+def trigger_for(obj: dict[str, Any], **kwargs: Any) -> WorkloadTrigger:
+    """A WorkloadTrigger for an object as the API server returned it (started now unless given)."""
+    meta = obj["metadata"]
+    kwargs.setdefault("task_started_at", time.time())
+    return WorkloadTrigger(
+        kind=obj["kind"], name=meta["name"], namespace=meta["namespace"], uid=meta["uid"], **kwargs
+    )
