@@ -27,6 +27,7 @@ from airflow_k8s_ml.operators._args import POD_ARGUMENTS as ALL_POD_ARGUMENTS
 from airflow_k8s_ml.operators._args import argument_names
 
 __all__ = [
+    "CRONJOB_ARGUMENTS",
     "DEPLOYMENT_OPTIONS",
     "POD_ARGUMENTS",
     "batch_spec",
@@ -208,20 +209,23 @@ def render_inference(
     return out
 
 
+#: BatchInferenceSpec fields the CronJob operator takes as arguments of the same name.
+CRONJOB_ARGUMENTS = (
+    "schedule",
+    "time_zone",
+    "concurrency_policy",
+    "starting_deadline_seconds",
+    "successful_jobs_history_limit",
+    "failed_jobs_history_limit",
+    "suspend",
+    "backoff_limit",
+    "active_deadline_seconds",
+    "ttl_seconds_after_finished",
+)
+
+
 def batch_spec(values: Mapping[str, Any]) -> BatchInferenceSpec:
     """:class:`BatchInferenceSpec` from the CronJob operator's (rendered) arguments."""
-    names = (
-        "schedule",
-        "time_zone",
-        "concurrency_policy",
-        "starting_deadline_seconds",
-        "successful_jobs_history_limit",
-        "failed_jobs_history_limit",
-        "suspend",
-        "backoff_limit",
-        "active_deadline_seconds",
-        "ttl_seconds_after_finished",
-    )
     return BatchInferenceSpec(
         pod=pod_template(values),
         model_uri=resolve_model_uri(values.get("model_uri")),
@@ -229,5 +233,5 @@ def batch_spec(values: Mapping[str, Any]) -> BatchInferenceSpec:
         output_uri=values.get("output_uri"),  # type: ignore[arg-type]
         labels=values.get("labels") or {},
         annotations=values.get("annotations") or {},
-        **{name: values[name] for name in names if name in values},
+        **{name: values[name] for name in CRONJOB_ARGUMENTS if name in values},
     )

@@ -29,7 +29,13 @@ from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
-from airflow_k8s_ml.operators._serving import POD_ARGUMENTS, batch_spec, object_labels, run_key
+from airflow_k8s_ml.operators._serving import (
+    CRONJOB_ARGUMENTS,
+    POD_ARGUMENTS,
+    batch_spec,
+    object_labels,
+    run_key,
+)
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -89,21 +95,12 @@ class BatchInferenceCronJobOperator(BaseOperator):
     _SPEC_ARGS = (
         "name",
         "namespace",
-        "schedule",
-        "time_zone",
         "model_uri",
         "input_uri",
         "output_uri",
         *POD_ARGUMENTS,  # the pod arguments, as the spec builders in _serving read them
         "pod_options",
-        "concurrency_policy",
-        "starting_deadline_seconds",
-        "successful_jobs_history_limit",
-        "failed_jobs_history_limit",
-        "suspend",
-        "backoff_limit",
-        "active_deadline_seconds",
-        "ttl_seconds_after_finished",
+        *CRONJOB_ARGUMENTS,
         "labels",
         "annotations",
     )
