@@ -53,6 +53,28 @@ def fresh_cluster(tmp_path: Path) -> Iterator[ClusterThread]:
         yield running
 
 
+def use_cluster(
+    monkeypatch: pytest.MonkeyPatch,
+    kubeconfig_path: Any,
+    conn_id: str = "kubernetes_default",
+    namespace: str | None = None,
+) -> None:
+    """Point the Airflow connection ``conn_id`` at a local cluster (what a user's connection would hold)."""
+    extra = {"kube_config_path": str(kubeconfig_path)}
+    if namespace is not None:
+        extra["namespace"] = namespace
+    monkeypatch.setenv(
+        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kubernetes", "extra": extra})
+    )
+
+
+@pytest.fixture()
+def kube_conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
+    """``kubernetes_default`` pointing at the shared test cluster; the operators' default connection."""
+    use_cluster(monkeypatch, cluster.kubeconfig_path)
+    return "kubernetes_default"
+
+
 @pytest.fixture()
 def kubeconfig(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> str:
     path = str(cluster.kubeconfig_path)
@@ -171,5 +193,5 @@ def python_cmd(code: str) -> list[str]:
     return ["python", "-c", code]
 
 
-__all__ = ["admin", "fast_settings", "python_cmd", "wait_for", "watch_versions"]
+__all__ = ["admin", "fast_settings", "python_cmd", "use_cluster", "wait_for", "watch_versions"]
 os.environ.setdefault("AIRFLOW_K8S_ML_TEST", "1")

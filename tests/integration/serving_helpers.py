@@ -8,27 +8,12 @@ rollback defers a second time, so :func:`run_task` keeps going until a result or
 from __future__ import annotations
 
 import asyncio
-import json
-from collections.abc import Iterator
 from types import SimpleNamespace
 from typing import Any
 
-import pytest
 from airflow.sdk.exceptions import TaskDeferred
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-
-__all__ = ["context", "kube_conn", "run_task"]
-
-
-@pytest.fixture()
-def kube_conn(cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
-    """``kubernetes_default`` pointing at the test cluster (an Airflow connection from the environment)."""
-    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
-    )
-    yield "kubernetes_default"
+__all__ = ["context", "run_task"]
 
 
 def context(

@@ -21,7 +21,7 @@ import pytest
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.cron import TZ_IN_SCHEDULE_MESSAGE, next_schedule_time
 from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
-from tests.integration.serving_helpers import context, kube_conn, run_task  # noqa: F401 (fixture)
+from tests.integration.serving_helpers import context, run_task
 
 pytest.importorskip("torch")
 

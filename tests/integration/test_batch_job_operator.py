@@ -30,13 +30,8 @@ pytest.importorskip("torch")
 URI_VARS = ("MODEL_URI", "INPUT_URI", "OUTPUT_URI")
 
 
-@pytest.fixture(autouse=True)
-def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The Airflow connection the operator uses by default, pointing at the local cluster."""
-    extra = {"kube_config_path": str(cluster.kubeconfig_path)}
-    monkeypatch.setenv(
-        "AIRFLOW_CONN_KUBERNETES_DEFAULT", json.dumps({"conn_type": "kubernetes", "extra": extra})
-    )
+#: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
+pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
 @pytest.fixture(scope="module")

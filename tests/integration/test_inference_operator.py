@@ -23,7 +23,7 @@ import pytest
 
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
-from tests.integration.serving_helpers import context, kube_conn, run_task  # noqa: F401 (fixture)
+from tests.integration.serving_helpers import context, run_task
 
 pytest.importorskip("torch")
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
-from tests.integration.serving_helpers import context, kube_conn, run_task  # noqa: F401 (fixture)
+from tests.integration.serving_helpers import context, run_task
 
 PORT = random.randint(20000, 40000)  # see test_inference_operator.PORT
 SERVER = """

@@ -8,7 +8,6 @@ No mocks: real Jobs and pods, the real trigger, the real torch training, checkpo
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
@@ -28,14 +27,8 @@ EPOCHS = 3
 ATTEMPT_LABEL = "airflow-k8s-ml/attempt"
 
 
-@pytest.fixture(autouse=True)
-def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The Airflow connection the operators use by default, pointing at the local cluster."""
-    value = json.dumps(
-        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}}
-    )
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
-    return value
+#: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
+pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
 def finetune(namespace: str, base: str) -> FineTuneJobOperator:

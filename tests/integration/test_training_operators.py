@@ -11,7 +11,6 @@ rendered input (a clear ValidationError naming the field, nothing created).
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import signal
 import subprocess
@@ -46,14 +45,8 @@ from .training_helpers import (
 REPO = Path(__file__).resolve().parents[2]
 
 
-@pytest.fixture(autouse=True)
-def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The Airflow connection the operators use by default, pointing at the local cluster."""
-    value = json.dumps(
-        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}}
-    )
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
-    return value
+#: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
+pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
 def finetune(task_id: str, namespace: str, code: str, **kwargs: Any) -> FineTuneJobOperator:

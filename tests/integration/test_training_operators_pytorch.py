@@ -4,7 +4,6 @@ DeadlineExceeded, each through the operator's whole life (execute -> trigger -> 
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import pytest
@@ -17,12 +16,8 @@ from .training_helpers import make_context, pods, py, run_task
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 
 
-@pytest.fixture(autouse=True)
-def kubernetes_default(cluster: Any, monkeypatch: pytest.MonkeyPatch) -> None:
-    value = json.dumps(
-        {"conn_type": "kubernetes", "extra": {"kube_config_path": str(cluster.kubeconfig_path)}}
-    )
-    monkeypatch.setenv("AIRFLOW_CONN_KUBERNETES_DEFAULT", value)
+#: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
+pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
 @pytest.fixture()

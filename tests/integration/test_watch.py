@@ -20,15 +20,16 @@ from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.status import classify
+from tests.cluster_fixtures import use_cluster
 
-from .workload_helpers import complete, in_thread, job, metric, use_cluster
+from .workload_helpers import complete, in_thread, job, metric
 
 JOBS = WatchKey("kubernetes_default", resource_for(None, "Job"), "default")
 
 
 @pytest.fixture()
 def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path)
+    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path, namespace="default")
     client = KubeClient(namespace="default")
     yield client
     client.close()

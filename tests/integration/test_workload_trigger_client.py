@@ -13,13 +13,14 @@ from airflow_k8s_ml.kube.retry import RetryPolicy
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.status import classify
+from tests.cluster_fixtures import use_cluster
 
-from .workload_helpers import job, metric, use_cluster
+from .workload_helpers import job, metric
 
 
 @pytest.fixture()
 def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path)
+    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path, namespace="default")
     client = KubeClient(retry=RetryPolicy(backoffs=(0.05, 0.1, 0.2)))
     yield client
     client.close()

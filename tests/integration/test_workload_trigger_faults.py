@@ -18,6 +18,7 @@ from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.logs import LogRelay
+from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import (
     complete,
@@ -26,7 +27,6 @@ from .workload_helpers import (
     metric,
     run_trigger,
     trigger_for,
-    use_cluster,
 )
 
 COUNT_TO_TWELVE = "import time\nfor i in range(12):\n    print(f'tick {i}', flush=True); time.sleep(0.15)"
@@ -34,7 +34,7 @@ COUNT_TO_TWELVE = "import time\nfor i in range(12):\n    print(f'tick {i}', flus
 
 @pytest.fixture()
 def client(fresh_cluster: ClusterThread, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path)
+    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path, namespace="default")
     client = KubeClient(namespace="default")
     yield client
     client.close()

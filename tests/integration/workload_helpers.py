@@ -4,12 +4,9 @@ completing a suspended Job through its /status subresource, reading /metrics, ru
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 import time
 from typing import Any
-
-import pytest
 
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchSettings
@@ -18,16 +15,6 @@ from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 #: Watch timings for tests: quick backoff, short polls (never sleeping longer than needed).
 FAST_WATCH = WatchSettings(backoffs=(0.05, 0.1, 0.2, 0.3), poll_interval=0.3, inactivity_grace=5.0)
-
-
-def use_cluster(
-    monkeypatch: pytest.MonkeyPatch, kubeconfig_path: Any, conn_id: str = "kubernetes_default"
-) -> None:
-    """Point the Airflow connection ``conn_id`` at a local cluster (what a user's connection would hold)."""
-    extra = {"kube_config_path": str(kubeconfig_path), "namespace": "default"}
-    monkeypatch.setenv(
-        f"AIRFLOW_CONN_{conn_id.upper()}", json.dumps({"conn_type": "kubernetes", "extra": extra})
-    )
 
 
 def job(name: str, code: str, *, backoff: int = 0, suspend: bool = False, **pod_spec: Any) -> dict[str, Any]:
