@@ -49,7 +49,8 @@ def echo_container(version: str = "v1", probe_path: str = "/") -> dict[str, Any]
     }
 
 
-def echo_deployment(name: str, replicas: int = 2, version: str = "v1", **spec: Any) -> dict[str, Any]:
+def deployment(name: str, container: dict[str, Any], replicas: int, **spec: Any) -> dict[str, Any]:
+    """A Deployment of ``replicas`` pods of one container, selected by ``app: <name>``."""
     return {
         "apiVersion": "apps/v1",
         "kind": "Deployment",
@@ -59,37 +60,22 @@ def echo_deployment(name: str, replicas: int = 2, version: str = "v1", **spec: A
             "selector": {"matchLabels": {"app": name}},
             "template": {
                 "metadata": {"labels": {"app": name}},
-                "spec": {"terminationGracePeriodSeconds": 1, "containers": [echo_container(version)]},
+                "spec": {"terminationGracePeriodSeconds": 1, "containers": [container]},
             },
             **spec,
         },
     }
 
 
+def echo_deployment(name: str, replicas: int = 2, version: str = "v1", **spec: Any) -> dict[str, Any]:
+    return deployment(name, echo_container(version), replicas, **spec)
+
+
 def sleeper_deployment(name: str, replicas: int = 1) -> dict[str, Any]:
     """Pods without a probe (ready once running): for HPA tests that only need ready replicas."""
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": replicas,
-            "selector": {"matchLabels": {"app": name}},
-            "template": {
-                "metadata": {"labels": {"app": name}},
-                "spec": {
-                    "terminationGracePeriodSeconds": 1,
-                    "containers": [
-                        {
-                            "name": "main",
-                            "image": "python:3.11",
-                            "command": ["python", "-c", "import time; time.sleep(600)"],
-                        }
-                    ],
-                },
-            },
-        },
-    }
+    command = ["python", "-c", "import time; time.sleep(600)"]
+    sleeper = {"name": "main", "image": "python:3.11", "command": command}
+    return deployment(name, sleeper, replicas)
 
 
 def condition(obj: Any, type_: str) -> Any:
