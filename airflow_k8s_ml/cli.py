@@ -3,7 +3,8 @@
 airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
 airflow-k8s-ml local status
 airflow-k8s-ml local down
-airflow-k8s-ml demo
+airflow-k8s-ml demo [--output D]
+airflow-k8s-ml standalone [--port N] [--home D] [--dags-folder D]
 """
 
 from __future__ import annotations
@@ -58,6 +59,12 @@ def _demo(args: argparse.Namespace) -> int:
     return demo_main(args.output)
 
 
+def _standalone(args: argparse.Namespace) -> int:
+    from .standalone import main as standalone_main
+
+    return standalone_main(args.home, args.port, args.dags_folder)
+
+
 def main(argv: list[str] | None = None) -> int:
     from .local_cluster.__main__ import add_serve_arguments
 
@@ -70,6 +77,17 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the nightly DAG end to end on the local cluster and local S3")
     demo.add_argument("--output", type=Path, default=Path("demo-output"))
     demo.set_defaults(func=_demo)
+    from .standalone import DEFAULT_HOME
+
+    standalone = sub.add_parser(
+        "standalone", help="the Airflow UI (all components) over the local cluster and local S3, one command"
+    )
+    standalone.add_argument("--port", type=int, default=0, help="API server / UI port (default: a free one)")
+    standalone.add_argument(
+        "--home", type=Path, default=DEFAULT_HOME, help=f"state and Airflow home (default {DEFAULT_HOME})"
+    )
+    standalone.add_argument("--dags-folder", type=Path, default=None, help="default: the repository's dags/")
+    standalone.set_defaults(func=_standalone)
     args = parser.parse_args(argv)
     return int(args.func(args))
 

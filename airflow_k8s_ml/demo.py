@@ -1,9 +1,11 @@
 """``airflow-k8s-ml demo`` (``make demo``): the nightly DAG end to end on one machine.
 
 Starts the embedded local cluster and the embedded S3 endpoint in this process, seeds a base model and
-input batches, runs ``airflow dags test nightly_finetune`` against them (connections are the only thing
-that points at the embedded services), prints a summary, draws the training curve, and stops everything
-it started. Nothing here is special-cased in the DAG or the operators.
+input batches, starts Airflow's real components (:mod:`.airflow_stack`: api-server, scheduler,
+dag-processor, triggerer; LocalExecutor), triggers ``nightly_finetune`` through the REST API with no logical
+date, waits for it, prints a summary read back through the REST API, draws the training curve, and stops
+everything it started (whole process trees). Connections are the only thing that points the DAG at the
+embedded services; nothing is special-cased in the DAG or the operators.
 """
 
 from __future__ import annotations
@@ -12,12 +14,14 @@ import json
 import os
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DAG_ID = "nightly_finetune"
@@ -54,54 +58,57 @@ def embedded_services(state_dir: Path) -> Iterator[Services]:
         yield Services(cluster.kubeconfig_path, s3.endpoint_url, s3.credentials.env(), cluster, s3)
 
 
-def airflow_environment(home: Path, services: Services) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("AIRFLOW", "AWS_"))}
+def connections(services: Services) -> dict[str, str]:
+    """The only thing that points the DAG at the embedded services: its two connections."""
     creds = services.s3_env
-    env.update(
-        {
-            "AIRFLOW_HOME": str(home),
-            "AIRFLOW__CORE__DAGS_FOLDER": str(REPO_ROOT / "dags"),
-            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-            "PYTHONUNBUFFERED": "1",
-            "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(
-                {
-                    "conn_type": "kubernetes",
-                    "extra": {"kube_config_path": str(services.kubeconfig), "namespace": NAMESPACE},
-                }
-            ),
-            "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
-                {
-                    "conn_type": "aws",
-                    "login": creds["AWS_ACCESS_KEY_ID"],
-                    "password": creds["AWS_SECRET_ACCESS_KEY"],
-                    "extra": {
-                        "endpoint_url": services.s3_endpoint,
-                        "region_name": creds.get("AWS_DEFAULT_REGION", "us-east-1"),
-                    },
-                }
-            ),
-        }
-    )
-    return env
+    return {
+        "AIRFLOW_CONN_KUBERNETES_DEFAULT": json.dumps(
+            {
+                "conn_type": "kubernetes",
+                "extra": {"kube_config_path": str(services.kubeconfig), "namespace": NAMESPACE},
+            }
+        ),
+        "AIRFLOW_CONN_AWS_DEFAULT": json.dumps(
+            {
+                "conn_type": "aws",
+                "login": creds["AWS_ACCESS_KEY_ID"],
+                "password": creds["AWS_SECRET_ACCESS_KEY"],
+                "extra": {
+                    "endpoint_url": services.s3_endpoint,
+                    "region_name": creds.get("AWS_DEFAULT_REGION", "us-east-1"),
+                },
+            }
+        ),
+    }
 
 
 def prepare_cluster(services: Services) -> None:
     """The namespace and the S3 credentials Secret the DAG's pods load with ``env_from`` — on a real
-    cluster an admin creates the same Secret (or uses workload identity)."""
+    cluster an admin creates the same Secret (or uses workload identity). Idempotent: the local cluster
+    keeps its objects across restarts, and the Secret is brought up to date."""
     from kubernetes import client, config
+    from kubernetes.client.exceptions import ApiException
 
     api = config.new_client_from_config(config_file=str(services.kubeconfig))
     core = client.CoreV1Api(api)
-    core.create_namespace({"metadata": {"name": NAMESPACE}})
-    core.create_namespaced_secret(
-        NAMESPACE,
-        {
-            "metadata": {"name": "s3-credentials"},
-            "stringData": {**services.s3_env, "AWS_ENDPOINT_URL": services.s3_endpoint},
-        },
-    )
-    api.close()
+    secret = {
+        "metadata": {"name": "s3-credentials"},
+        "stringData": {**services.s3_env, "AWS_ENDPOINT_URL": services.s3_endpoint},
+    }
+    try:
+        try:
+            core.create_namespace({"metadata": {"name": NAMESPACE}})
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+        try:
+            core.create_namespaced_secret(NAMESPACE, secret)
+        except ApiException as exc:
+            if exc.status != 409:
+                raise
+            core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret)
+    finally:
+        api.close()
 
 
 def seed(services: Services, log: Path) -> None:
@@ -125,19 +132,19 @@ def seed(services: Services, log: Path) -> None:
         )
 
 
-def run_dag(env: dict[str, str], conf: dict[str, Any], log: Path) -> float:
-    airflow = str(Path(sys.executable).parent / "airflow")
-    subprocess.run([airflow, "db", "migrate"], env=env, check=True, capture_output=True, timeout=300)
-    started = time.monotonic()
-    with log.open("w") as out:
-        subprocess.run(
-            [airflow, "dags", "test", DAG_ID, "--conf", json.dumps(conf)],
-            env=env,
-            stdout=out,
-            stderr=subprocess.STDOUT,
-            timeout=1800,
-        )
-    return time.monotonic() - started
+def stack_settings(home: Path, services: Services) -> StackSettings:
+    from airflow_k8s_ml.airflow_stack import StackSettings
+
+    return StackSettings(home=home, dags_folder=REPO_ROOT / "dags", env=connections(services))
+
+
+def run_dag(stack: AirflowStack, conf: dict[str, Any], timeout: float = 1800.0) -> str:
+    """Unpause, trigger through the REST API with no logical date (as the UI and CLI do), wait; the run id."""
+    stack.rest.wait_dag(DAG_ID)
+    stack.rest.set_paused(DAG_ID, False)
+    run_id = stack.rest.trigger(DAG_ID, conf)
+    stack.rest.wait_run(DAG_ID, run_id, timeout)
+    return run_id
 
 
 def _interrupt(signum: int, frame: object) -> None:
@@ -148,8 +155,10 @@ def main(output: Path) -> int:
     import signal
 
     from airflow_k8s_ml import demo_report
+    from airflow_k8s_ml.airflow_stack import AirflowStack
 
-    # SIGTERM unwinds like Ctrl-C, so the context managers stop every pod process and the S3 server.
+    # SIGTERM unwinds like Ctrl-C, so the context managers stop Airflow's process trees, every pod
+    # process and the S3 server.
     signal.signal(signal.SIGTERM, _interrupt)
     output = output.resolve()
     output.mkdir(parents=True, exist_ok=True)
@@ -159,10 +168,17 @@ def main(output: Path) -> int:
         prepare_cluster(services)
         print("demo: seeding a base model and input batches")
         seed(services, output / "seed.log")
-        env = airflow_environment(output / "airflow-home", services)
-        print(f"demo: running `airflow dags test {DAG_ID}` (log: {output / 'dag-run.log'})")
-        wall = run_dag(env, conf, output / "dag-run.log")
-        summary = demo_report.collect(env, DAG_ID, wall, services)
+        stack = AirflowStack(stack_settings(output / "airflow-home", services))
+        print(
+            f"demo: starting Airflow's api-server, scheduler, dag-processor and triggerer on {stack.url} "
+            f"(LocalExecutor; logs in {stack.home / 'logs'})"
+        )
+        with stack:
+            print(
+                f"demo: triggering {DAG_ID} through the REST API (no logical date), conf {json.dumps(conf)}"
+            )
+            run_id = run_dag(stack, conf)
+            summary = demo_report.collect(stack.rest, DAG_ID, run_id, services)
     text = demo_report.render(summary)
     (output / "summary.txt").write_text(text)
     demo_report.draw_training_curve(summary, output / "training-curve.png")

@@ -10,53 +10,88 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import K8sMLError
 
+if TYPE_CHECKING:
+    from airflow_k8s_ml.airflow_rest import AirflowRest
 
-def _airflow_rows(env: dict[str, str], dag_id: str) -> dict[str, Any]:
-    """The newest run of ``dag_id``: its state, task instances and return-value XComs."""
-    os.environ.update({k: v for k, v in env.items() if k.startswith("AIRFLOW")})
-    from airflow.models.dagrun import DagRun
-    from airflow.models.taskinstance import TaskInstance
-    from airflow.models.xcom import XComModel
-    from airflow.utils.session import create_session
 
-    with create_session() as session:
-        run = session.query(DagRun).filter(DagRun.dag_id == dag_id).order_by(DagRun.id.desc()).first()
-        if run is None:
-            return {"state": "not run", "tasks": [], "xcoms": {}}
-        tis = (
-            session.query(TaskInstance)
-            .filter(TaskInstance.dag_id == dag_id, TaskInstance.run_id == run.run_id)
-            .all()
+def _epoch(stamp: str | None) -> float | None:
+    from datetime import datetime
+
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp() if stamp else None
+
+
+DEFERRING = "Pausing task as DEFERRED"
+RESUMED = "::group::Pre Execute"
+
+
+def split_worker_and_triggerer(entries: list[dict[str, Any]], end: float | None) -> tuple[float, float]:
+    """(seconds on a worker, seconds deferred in the triggerer) of one try, from its task log.
+
+    A deferral runs from the worker's "Pausing task as DEFERRED" line to the resumed task's first
+    "Pre Execute" group on a worker, or the end of the try.
+    Pure, so it is tested on recorded logs.
+    """
+    stamped = sorted(
+        ((t, e) for e in entries if (t := _epoch(e.get("timestamp"))) is not None), key=lambda pair: pair[0]
+    )
+    if not stamped:
+        return 0.0, 0.0
+    start = stamped[0][0]
+    finish = end if end is not None else stamped[-1][0]
+    deferred, since = 0.0, None
+    for stamp, entry in stamped:
+        event = str(entry.get("event", ""))
+        if since is None and event.startswith(DEFERRING):
+            since = stamp
+        elif since is not None and event == RESUMED:
+            deferred += stamp - since
+            since = None
+    if since is not None:
+        deferred += max(0.0, finish - since)
+    return max(0.0, finish - start - deferred), deferred
+
+
+def _airflow_rows(rest: AirflowRest, dag_id: str, run_id: str) -> dict[str, Any]:
+    """The run as the REST API reports it: state, task instances (with worker/triggerer time), XComs."""
+    run = rest.run(dag_id, run_id)
+    tasks, xcoms = [], {}
+    for ti in rest.task_instances(dag_id, run_id):
+        start, end = _epoch(ti.get("start_date")), _epoch(ti.get("end_date"))
+        worker = deferred = 0.0
+        if ti.get("state") in ("success", "failed"):
+            for attempt in range(1, int(ti.get("try_number") or 0) + 1):
+                entries = rest.task_log(dag_id, run_id, ti["task_id"], attempt)
+                on_worker, in_triggerer = split_worker_and_triggerer(entries, None)
+                worker, deferred = worker + on_worker, deferred + in_triggerer
+        tasks.append(
+            {
+                "task_id": ti["task_id"],
+                "state": str(ti.get("state")),
+                "try_number": ti.get("try_number"),
+                "start": start,
+                "end": end,
+                "worker_seconds": worker,
+                "deferred_seconds": deferred,
+            }
         )
-        tasks = sorted(
-            (
-                {
-                    "task_id": ti.task_id,
-                    "state": str(ti.state),
-                    "try_number": ti.try_number,
-                    "start": ti.start_date.timestamp() if ti.start_date else None,
-                    "end": ti.end_date.timestamp() if ti.end_date else None,
-                }
-                for ti in tis
-            ),
-            key=lambda t: t["start"] or float("inf"),
-        )
-        xcoms: dict[str, Any] = {}
-        for row in session.query(XComModel).filter(
-            XComModel.dag_id == dag_id, XComModel.run_id == run.run_id, XComModel.key == "return_value"
-        ):
-            xcoms[row.task_id] = XComModel.deserialize_value(row)
-        return {
-            "state": str(run.state),
-            "tasks": tasks,
-            "xcoms": xcoms,
-            "run_start": run.start_date.timestamp() if run.start_date else None,
-            "run_end": run.end_date.timestamp() if run.end_date else None,
-        }
+        if ti.get("state") == "success":
+            value = rest.xcom(dag_id, run_id, ti["task_id"])
+            if value is not None:
+                xcoms[ti["task_id"]] = value
+    tasks.sort(key=lambda t: t["start"] or float("inf"))
+    return {
+        "state": str(run["state"]),
+        "run_id": run_id,
+        "logical_date": run.get("logical_date"),
+        "tasks": tasks,
+        "xcoms": xcoms,
+        "run_start": _epoch(run.get("start_date")),
+        "run_end": _epoch(run.get("end_date")),
+    }
 
 
 def _history(checkpoint_uri: str, s3_env: dict[str, str], endpoint: str) -> list[dict[str, Any]]:
@@ -130,9 +165,12 @@ def _rollout_seconds(kubeconfig: Path, deploy: dict[str, Any]) -> float:
         namespace = deploy["namespace"]
         deployment = apps.read_namespaced_deployment(deploy["deployment"], namespace)
         revision = str(deploy.get("revision"))
-        sets = [rs for rs in apps.list_namespaced_replica_set(namespace).items
-                if (rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision") == revision
-                and any(ref.uid == deployment.metadata.uid for ref in rs.metadata.owner_references or [])]
+        sets = [
+            rs
+            for rs in apps.list_namespaced_replica_set(namespace).items
+            if (rs.metadata.annotations or {}).get("deployment.kubernetes.io/revision") == revision
+            and any(ref.uid == deployment.metadata.uid for ref in rs.metadata.owner_references or [])
+        ]
         available = next((c for c in deployment.status.conditions or [] if c.type == "Available"), None)
         if not sets or available is None or available.last_transition_time is None:
             return 0.0
@@ -142,9 +180,27 @@ def _rollout_seconds(kubeconfig: Path, deploy: dict[str, Any]) -> float:
         api.close()
 
 
-def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dict[str, Any]:
-    summary = _airflow_rows(env, dag_id)
-    summary["wall_seconds"] = wall
+def _workload_seconds(kubeconfig: Path, result: dict[str, Any]) -> float:
+    """A training or batch workload's own run time: from its XCom, else from the object's status
+    (``startTime`` to ``completionTime``)."""
+    if result.get("duration_seconds"):
+        return float(result["duration_seconds"])
+    if result.get("kind", "Job") != "Job" or not result.get("name"):
+        return 0.0
+    from kubernetes import client, config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    try:
+        status = client.BatchV1Api(api).read_namespaced_job(result["name"], result["namespace"]).status
+        if status.start_time and status.completion_time:
+            return float((status.completion_time - status.start_time).total_seconds())
+        return 0.0
+    finally:
+        api.close()
+
+
+def collect(rest: AirflowRest, dag_id: str, run_id: str, services: Any) -> dict[str, Any]:
+    summary = _airflow_rows(rest, dag_id, run_id)
     xcoms = summary["xcoms"]
     training = next((v for k, v in xcoms.items() if k.startswith("fine_tune") and isinstance(v, dict)), None)
     gate = xcoms.get("checkpoint_gate")
@@ -167,7 +223,7 @@ def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dic
         summary["batch_summary_uri"] = output
         summary["batch_summary"] = _s3_json(output, services.s3_env, services.s3_endpoint)
     jobs = sum(
-        float(x.get("duration_seconds") or 0)
+        _workload_seconds(services.kubeconfig, x)
         for x in (training, (batch or {}).get("manual_job"))
         if isinstance(x, dict)
     )
@@ -175,7 +231,7 @@ def collect(env: dict[str, str], dag_id: str, wall: float, services: Any) -> dic
     summary["rollout_seconds"] = rollout
     summary["workload_seconds"] = jobs + rollout
     if summary.get("run_start") and summary.get("run_end"):
-        # The DAG run itself, from the database: excludes `airflow dags test` start-up and DAG parsing.
+        # The DAG run itself, as Airflow recorded it (not the components' start-up).
         summary["wall_seconds"] = summary["run_end"] - summary["run_start"]
     summary["problems"] = problems
     return summary
@@ -188,8 +244,9 @@ def _phase(state: Any) -> Any:
 def render(summary: dict[str, Any]) -> str:
     lines = [
         "",
-        "=== nightly_finetune on the embedded local cluster ===",
-        f"DAG run state: {summary.get('state')}",
+        "=== nightly_finetune on the embedded local cluster, under Airflow's scheduler and triggerer ===",
+        f"DAG run {summary.get('run_id')} (logical date {summary.get('logical_date')}): "
+        f"{summary.get('state')}",
     ]
     gate = summary.get("gate") or {}
     if gate:
@@ -222,11 +279,13 @@ def render(summary: dict[str, Any]) -> str:
         lines.append(
             f"batch predictions: {summary['batch_summary_uri']} ({batch_summary.get('count', '?')} rows)"
         )
-    lines.append("per-task durations:")
+    lines.append("per task: wall time = on a worker + deferred in the triggerer")
     for task in summary.get("tasks", []):
         duration = (task["end"] - task["start"]) if task["start"] and task["end"] else 0.0
         lines.append(
-            f"  {task['task_id']:<28} {task['state']:<10} {duration:6.1f}s  (try {task['try_number']})"
+            f"  {task['task_id']:<28} {task['state']:<10} {duration:6.1f}s = "
+            f"{task.get('worker_seconds', 0.0):5.1f}s worker + {task.get('deferred_seconds', 0.0):5.1f}s "
+            f"deferred  (try {task['try_number']})"
         )
     wall = float(summary.get("wall_seconds") or 0)
     workloads = float(summary.get("workload_seconds") or 0)
@@ -237,6 +296,8 @@ def render(summary: dict[str, Any]) -> str:
             f"Jobs start to completion, plus {float(summary.get('rollout_seconds') or 0):.1f}s serving "
             f"rollout); orchestration overhead {overhead:.1f}s = {100 * overhead / wall:.0f}% of wall time"
         )
+        if workloads:
+            lines.append(f"DAG wall time / workloads' run time = {wall / workloads:.2f}x")
     for problem in summary.get("problems", []):
         lines.append(f"note: {problem}")
     return "\n".join(lines) + "\n"

@@ -7,11 +7,12 @@ credentials from the Secret ``s3-credentials`` in the target namespace (or workl
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pendulum
 from airflow.providers.standard.operators.python import BranchPythonOperator, ShortCircuitOperator
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG, CronTriggerTimetable, Param
 
 from airflow_k8s_ml.operators import (
     BatchInferenceCronJobOperator,
@@ -27,7 +28,9 @@ BUCKET = "s3://ml-models"
 #: The image holding this package's workloads (`pip install airflow-k8s-ml[workloads]`); the local cluster
 #: records it and runs the command with its own Python.
 IMAGE = "ghcr.io/airflow-k8s-ml/workloads:0.1.0"
-CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ ts_nodash }}"
+#: Templates never assume a logical date: Airflow 3 creates manual runs (UI, REST, `airflow dags trigger`)
+#: without one. The run id names the run's checkpoint folder (its retries share it); `run_after` dates it.
+CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ run_id | path_safe }}"
 BASE_MODEL = BUCKET + "/base-model/step-1/"
 GATE_URI = "{{ ti.xcom_pull(task_ids='checkpoint_gate')['uri'] }}"
 S3_SECRET = ["s3-credentials"]
@@ -76,12 +79,22 @@ DOC = """
 4. **batch_inference** — a CronJob for nightly scoring plus a run now.
 """
 
+
+
+def path_safe(text: str) -> str:
+    """A run id as one path segment, e.g. ``manual__2026-12-01T01:30:00+00:00`` becomes
+    ``manual__2026-12-01T01-30-00-00-00``."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
+
+
 with DAG(
     dag_id="nightly_finetune",
     description="Fine-tune, gate, deploy and batch-score a model every night",
-    schedule="30 1 * * *",
-    start_date=pendulum.datetime(2026, 11, 1, tz=LOCAL_TZ),
+    # 01:30 every night. No start_date and run_immediately=False: unpausing the DAG waits for the next
+    # 01:30 instead of starting the most recent missed run at once (which would deploy a model).
+    schedule=CronTriggerTimetable("30 1 * * *", timezone=LOCAL_TZ, run_immediately=False),
     catchup=False,
+    user_defined_filters={"path_safe": path_safe},
     max_active_runs=1,
     dagrun_timeout=timedelta(hours=8),
     default_args={"owner": "ml-platform", "retries": 1, "retry_delay": timedelta(minutes=5)},
@@ -158,7 +171,7 @@ with DAG(
         time_zone="Europe/Amsterdam",
         model_uri=GATE_URI,
         input_uri=BUCKET + "/batch-input/",
-        output_uri=BUCKET + "/predictions/{{ ds_nodash }}/",
+        output_uri=BUCKET + "/predictions/{{ dag_run.run_after | ds_nodash }}/",
         image=IMAGE,
         command=["python", "-m", "airflow_k8s_ml.workloads.batch_predict"],
         env_from=S3_SECRET,

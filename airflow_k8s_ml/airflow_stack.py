@@ -1,0 +1,263 @@
+"""Real Airflow components on one machine: api-server, scheduler, dag-processor and triggerer.
+
+What ``make demo``, ``airflow-k8s-ml standalone`` and the production-mode tests run the DAGs under, instead of
+``airflow dags test`` (one process, triggers run inline, a logical date always set). Each component is the
+stock ``airflow <component>`` command in its own session (process group), LocalExecutor on SQLite in an
+``AIRFLOW_HOME`` of its own, bound to 127.0.0.1 on a free port, with every URL that depends on the port set
+from it (the API's base URL and the execution API URL the task processes call back on). A component can be
+killed (``kill -9`` of its whole tree, as a crashed pod or host would) and started again, which is how the
+fault tests inject failures.
+
+Stopping takes the whole process trees: the LocalExecutor's workers and their task processes, the
+triggerer's runner subprocess, the API server's workers. Nothing is left running and no port is held.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from airflow_k8s_ml.airflow_rest import AirflowRest
+
+__all__ = ["COMPONENTS", "AirflowStack", "StackSettings", "free_port", "kill_tree", "port_is_free"]
+
+COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+ADMIN = "admin"
+AIRFLOW = str(Path(sys.executable).parent / "airflow")
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as sock:
+        sock.bind((host, 0))
+        return int(sock.getsockname()[1])
+
+
+def port_is_free(port: int, host: str = "127.0.0.1") -> bool:
+    with socket.socket() as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+        return True
+
+
+def _tree(pid: int) -> list[Any]:
+    import psutil
+
+    try:
+        root = psutil.Process(pid)
+        return [root, *root.children(recursive=True)]
+    except psutil.NoSuchProcess:
+        return []
+
+
+def kill_tree(*pids: int, sig: int = signal.SIGTERM, grace: float = 15.0) -> None:
+    """Signal processes, their sessions and every descendant; SIGKILL whatever is left after ``grace``.
+
+    The descendants are collected before the first signal: once a parent dies its children are
+    reparented and can no longer be found from it. Several trees are stopped together, so their grace
+    periods overlap.
+    """
+    import psutil
+
+    procs = [proc for pid in pids for proc in _tree(pid)]
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.send_signal(sig)
+    for pid in pids:  # each component leads its own session: catch what left the tree (setsid aside)
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(pid, sig)
+    _, alive = psutil.wait_procs(procs, timeout=grace if sig != signal.SIGKILL else 5.0)
+    for proc in alive:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=5.0)
+
+
+@dataclass(frozen=True)
+class StackSettings:
+    """Where the stack keeps its state and what it runs.
+
+    ``env`` holds what the DAGs need (connections as ``AIRFLOW_CONN_*``, provider options); ``port`` 0
+    picks a free one. ``low_latency`` shortens the scheduler's and triggerer's idle loops so a short DAG
+    is not dominated by polling intervals meant for thousands of DAGs.
+    """
+
+    home: Path
+    dags_folder: Path
+    env: Mapping[str, str] = field(default_factory=dict)
+    port: int = 0
+    parallelism: int = 16
+    low_latency: bool = True
+    components: tuple[str, ...] = COMPONENTS
+
+
+class AirflowStack:
+    """Start, fault and stop the four components; a REST client logged in as the admin."""
+
+    def __init__(self, settings: StackSettings) -> None:
+        self.settings = settings
+        self.home = settings.home.resolve()
+        self.port = settings.port or free_port()
+        self.password = self._password()
+        self.env = self._environment()
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self._logs: dict[str, IO[bytes]] = {}
+        self.rest = AirflowRest(self.url, ADMIN, self.password)
+
+    # -- configuration ----------------------------------------------------------------------------------
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def _password(self) -> str:
+        """The admin's password: made once per AIRFLOW_HOME (mode 0600) and kept, so it can be shown on
+        every start (stock standalone prints it only the first time)."""
+        self.home.mkdir(parents=True, exist_ok=True)
+        path = self.home / "passwords.json"
+        if path.exists():
+            return str(json.loads(path.read_text())[ADMIN])
+        password = secrets.token_urlsafe(12)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as out:
+            json.dump({ADMIN: password}, out)
+        return password
+
+    def _secret(self, name: str) -> str:
+        """A secret shared by every component (JWT signing), kept in AIRFLOW_HOME with mode 0600."""
+        path = self.home / f"{name}.secret"
+        if not path.exists():
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as out:
+                out.write(secrets.token_urlsafe(32))
+        return path.read_text().strip()
+
+    def _environment(self) -> dict[str, str]:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
+        env.update(
+            {
+                "AIRFLOW_HOME": str(self.home),
+                "AIRFLOW__CORE__DAGS_FOLDER": str(self.settings.dags_folder.resolve()),
+                "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+                "AIRFLOW__CORE__EXECUTOR": "LocalExecutor",
+                "AIRFLOW__CORE__PARALLELISM": str(self.settings.parallelism),
+                "AIRFLOW__CORE__AUTH_MANAGER": (
+                    "airflow.api_fastapi.auth.managers.simple.simple_auth_manager.SimpleAuthManager"
+                ),
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"{ADMIN}:admin",
+                "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(self.home / "passwords.json"),
+                "AIRFLOW__API__HOST": "127.0.0.1",
+                "AIRFLOW__API__PORT": str(self.port),
+                "AIRFLOW__API__BASE_URL": self.url,
+                "AIRFLOW__CORE__EXECUTION_API_SERVER_URL": f"{self.url}/execution/",
+                "AIRFLOW__API_AUTH__JWT_SECRET": self._secret("jwt"),
+                "AIRFLOW__API__SECRET_KEY": self._secret("api"),
+                "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        if self.settings.low_latency:
+            env.update(
+                {
+                    "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1",
+                    "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
+                    "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
+                }
+            )
+        env.update(self.settings.env)
+        return env
+
+    # -- lifecycle --------------------------------------------------------------------------------------
+    def migrate(self) -> None:
+        result = subprocess.run(
+            [AIRFLOW, "db", "migrate"], env=self.env, capture_output=True, text=True, timeout=600
+        )
+        if result.returncode != 0:
+            raise RuntimeError(f"airflow db migrate failed:\n{result.stdout[-2000:]}{result.stderr[-4000:]}")
+
+    def start_component(self, name: str) -> subprocess.Popen[bytes]:
+        log_dir = self.home / "logs" / "components"
+        log_dir.mkdir(parents=True, exist_ok=True)
+        log = (log_dir / f"{name}.log").open("ab")
+        self._logs[name] = log
+        proc = subprocess.Popen(
+            [AIRFLOW, name],
+            env=self.env,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
+        self.procs[name] = proc
+        return proc
+
+    def kill_component(self, name: str, sig: int = signal.SIGKILL) -> None:
+        """``kill -9`` (by default) of the component's whole tree, as when its host or pod dies."""
+        proc = self.procs.pop(name)
+        kill_tree(proc.pid, sig=sig)
+        proc.wait(timeout=30)
+        self._logs.pop(name).close()
+
+    def start(self, timeout: float = 180.0) -> AirflowStack:
+        self.migrate()
+        for name in self.settings.components:
+            self.start_component(name)
+        self.wait_healthy(timeout)
+        return self
+
+    def wait_healthy(self, timeout: float = 180.0) -> None:
+        deadline = time.monotonic() + timeout
+        while not self.rest.healthy():
+            for name, proc in self.procs.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(f"airflow {name} exited with {proc.returncode}: {self.log_tail(name)}")
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"the API server did not answer on {self.url} within {timeout:.0f}s")
+            time.sleep(0.3)
+
+    def log_tail(self, name: str, chars: int = 3000) -> str:
+        path = self.home / "logs" / "components" / f"{name}.log"
+        return path.read_text(errors="replace")[-chars:] if path.exists() else ""
+
+    def component_log(self, name: str) -> str:
+        path = self.home / "logs" / "components" / f"{name}.log"
+        return path.read_text(errors="replace") if path.exists() else ""
+
+    def stop(self) -> None:
+        """SIGTERM every component's tree (graceful: running tasks are told to stop), then SIGKILL."""
+        procs, self.procs = self.procs, {}
+        kill_tree(*(proc.pid for proc in procs.values()), sig=signal.SIGTERM)
+        for proc in procs.values():
+            proc.wait(timeout=30)
+        for log in self._logs.values():
+            log.close()
+        self._logs.clear()
+        self.rest.close()
+
+    def __enter__(self) -> AirflowStack:
+        try:
+            return self.start()
+        except BaseException:
+            self.stop()
+            raise
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+@contextmanager
+def running(settings: StackSettings) -> Iterator[AirflowStack]:
+    with AirflowStack(settings) as stack:
+        yield stack

@@ -1,0 +1,86 @@
+"""``airflow-k8s-ml standalone``: the Airflow UI over the embedded cluster and S3, in one command.
+
+Starts the local cluster and the local S3 endpoint in this process, creates the namespace and the S3
+Secret, seeds the base model and input batches, then Airflow's api-server, scheduler, dag-processor and
+triggerer (:mod:`.airflow_stack`) with the connections pointing at them. It prints the UI's URL and the
+login on every start (the password is kept, mode 0600, in the Airflow home), and stops every process tree
+it started on Ctrl-C or SIGTERM. The same pieces as ``make demo``; docs/real-cluster.md shows them one by
+one for people who want to run them by hand.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from airflow_k8s_ml import demo
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.airflow_stack import AirflowStack
+
+DEFAULT_HOME = Path.home() / ".airflow-k8s-ml" / "standalone"
+
+
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def banner(stack: AirflowStack, services: demo.Services) -> str:
+    return "\n".join(
+        [
+            "",
+            "airflow-k8s-ml standalone is ready",
+            f"  Airflow UI      {stack.url}   login: admin / {stack.password}",
+            f"  DAGs folder     {stack.settings.dags_folder}",
+            f"  kubectl         export KUBECONFIG={services.kubeconfig}",
+            f"  S3 endpoint     {services.s3_endpoint} (bucket {demo.BUCKET})",
+            f"  logs            {stack.home / 'logs'}",
+            "  stop            Ctrl-C",
+            "",
+        ]
+    )
+
+
+def main(home: Path, port: int, dags_folder: Path | None = None) -> int:
+    from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings, port_is_free
+
+    home = home.expanduser().resolve()
+    if port and not port_is_free(port):
+        print(f"standalone: port {port} on 127.0.0.1 is in use; pick another with --port", file=sys.stderr)
+        return 2
+    signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        print(f"standalone: starting the local cluster and the local S3 endpoint (state in {home})")
+        with demo.embedded_services(home / "state") as services:
+            demo.prepare_cluster(services)
+            print("standalone: seeding a base model and input batches")
+            demo.seed(services, home / "seed.log")
+            settings = StackSettings(
+                home=home / "airflow-home",
+                dags_folder=(dags_folder or demo.REPO_ROOT / "dags").resolve(),
+                env=demo.connections(services),
+                port=port,
+            )
+            stack = AirflowStack(settings)
+            print(
+                f"standalone: starting Airflow (api-server, scheduler, dag-processor, triggerer) "
+                f"on {stack.url}"
+            )
+            with stack:
+                print(banner(stack, services), flush=True)
+                while True:
+                    for name, proc in stack.procs.items():
+                        if proc.poll() is not None:
+                            print(
+                                f"standalone: airflow {name} exited ({proc.returncode}):\n"
+                                f"{stack.log_tail(name)}",
+                                file=sys.stderr,
+                            )
+                            return 1
+                    time.sleep(1.0)
+    except KeyboardInterrupt:
+        print("standalone: stopping", file=sys.stderr)
+    return 0
