@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml import demo
-from airflow_k8s_ml.airflow_stack import AIRFLOW, AirflowStack, StackSettings
+from airflow_k8s_ml.airflow_stack import AIRFLOW, AirflowStack, StackSettings, port_is_free
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_DAGS = Path(__file__).resolve().parent / "dags"
@@ -93,6 +93,23 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                 yield Production(stack, services, api)
             finally:
                 api.close()
+    # Nothing the tier started may outlive it: no process of this Airflow home, no port held.
+    assert port_is_free(stack.port), f"port {stack.port} still held after stop"
+    assert leftovers(settings.home) == []
+
+
+def leftovers(home: Path) -> list[str]:
+    """Processes whose environment names this Airflow home (every component and task process has it)."""
+    import psutil
+
+    found = []
+    for proc in psutil.process_iter(["pid", "cmdline"]):
+        try:
+            if proc.environ().get("AIRFLOW_HOME") == str(home.resolve()):
+                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])}")
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+            continue
+    return found
 
 
 def epoch_lines(lines: list[str]) -> list[str]:

@@ -1,0 +1,43 @@
+"""The demo summary's split of a task's time into worker and triggerer, from a recorded task log."""
+
+from __future__ import annotations
+
+from airflow_k8s_ml.demo_report import split_worker_and_triggerer
+
+
+def entry(stamp: str, event: str, logger: str = "task") -> dict[str, str]:
+    return {"timestamp": f"2026-12-01T23:44:{stamp}Z", "event": event, "logger": logger}
+
+
+# A deferrable task as Airflow 3.3 logs it: worker, "Pausing task as DEFERRED.", trigger lines from the
+# triggerer's log file merged in, the resumed execution's "Pre Execute" group, the finish.
+RECORDED = [
+    entry("50.000", "::group::Pre Execute"),
+    entry("50.500", "created Job ml/x", "airflow.task.operators.FineTuneJobOperator"),
+    entry("51.000", "Pausing task as DEFERRED. "),
+    entry("51.020", "::endgroup::"),
+    entry("53.000", "trigger starting", "airflow.triggers"),
+    entry("55.000", "[x-0] epoch=1/5", "airflow.triggers"),
+    entry("59.000", "::group::Pre Execute"),
+    entry("59.900", "Job ml/x succeeded", "airflow.task.operators.FineTuneJobOperator"),
+    entry("59.950", "::endgroup::"),
+]
+
+
+def test_deferral_runs_from_pausing_to_the_resumed_pre_execute() -> None:
+    worker, deferred = split_worker_and_triggerer(RECORDED, None)
+    assert round(deferred, 3) == 8.0
+    assert round(worker, 3) == 1.95
+
+
+def test_a_task_that_never_defers_is_all_worker_time() -> None:
+    worker, deferred = split_worker_and_triggerer([RECORDED[0], RECORDED[1]], None)
+    assert (round(worker, 3), deferred) == (0.5, 0.0)
+
+
+def test_still_deferred_at_the_end_counts_until_the_end() -> None:
+    from datetime import datetime
+
+    ended = datetime.fromisoformat("2026-12-01T23:45:01+00:00").timestamp()  # e.g. marked failed
+    worker, deferred = split_worker_and_triggerer(RECORDED[:6], ended)
+    assert (round(worker, 3), round(deferred, 3)) == (1.0, 10.0)
