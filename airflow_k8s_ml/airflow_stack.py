@@ -34,6 +34,10 @@ from airflow_k8s_ml.airflow_rest import AirflowRest
 __all__ = ["COMPONENTS", "AirflowStack", "StackSettings", "free_port", "kill_tree", "port_is_free"]
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
+#: The scheduler (its LocalExecutor) and the triggerer would each start a log server on a fixed port
+#: (8793, 8794) bound to every interface. On one machine the API server reads the task logs from the
+#: files directly, so they are not started: nothing listens beyond 127.0.0.1 and two stacks never clash.
+COMMAND_ARGS = {"scheduler": ["--skip-serve-logs"], "triggerer": ["--skip-serve-logs"]}
 ADMIN = "admin"
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
@@ -116,6 +120,7 @@ class AirflowStack:
         self.password = self._password()
         self.env = self._environment()
         self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.sessions: set[int] = set()  # every component leads a session of its own
         self._logs: dict[str, IO[bytes]] = {}
         self.rest = AirflowRest(self.url, ADMIN, self.password)
 
@@ -195,7 +200,7 @@ class AirflowStack:
         log = (log_dir / f"{name}.log").open("ab")
         self._logs[name] = log
         proc = subprocess.Popen(
-            [AIRFLOW, name],
+            [AIRFLOW, name, *COMMAND_ARGS.get(name, [])],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -203,6 +208,7 @@ class AirflowStack:
             start_new_session=True,
         )
         self.procs[name] = proc
+        self.sessions.add(proc.pid)
         return proc
 
     def kill_component(self, name: str, sig: int = signal.SIGKILL) -> None:
@@ -247,6 +253,23 @@ class AirflowStack:
             log.close()
         self._logs.clear()
         self.rest.close()
+
+    def leftovers(self) -> list[str]:
+        """Processes still running in a session a component led (task and log processes included).
+
+        Found by session id rather than by environment: Airflow's processes rewrite their titles, which
+        overwrites what ``/proc/PID/environ`` shows.
+        """
+        import psutil
+
+        found = []
+        for proc in psutil.process_iter(["pid", "cmdline"]):
+            try:
+                if os.getsid(proc.pid) in self.sessions:
+                    found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])}")
+            except (ProcessLookupError, PermissionError, psutil.NoSuchProcess):
+                continue
+        return found
 
     def __enter__(self) -> AirflowStack:
         try:

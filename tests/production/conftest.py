@@ -68,7 +68,16 @@ class Production:
         return str(new[0])
 
     def log_lines(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> list[str]:
-        return [str(e.get("event", "")) for e in self.rest.task_log(dag_id, run_id, task_id, try_number)]
+        """The try's log as the UI shows it; empty while the task instance or its log does not exist yet."""
+        from airflow_k8s_ml.airflow_rest import RestError
+
+        try:
+            entries = self.rest.task_log(dag_id, run_id, task_id, try_number)
+        except RestError as exc:
+            if exc.status == 404:
+                return []
+            raise
+        return [str(e.get("event", "")) for e in entries]
 
 
 @pytest.fixture(scope="session")
@@ -95,21 +104,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                 api.close()
     # Nothing the tier started may outlive it: no process of this Airflow home, no port held.
     assert port_is_free(stack.port), f"port {stack.port} still held after stop"
-    assert leftovers(settings.home) == []
-
-
-def leftovers(home: Path) -> list[str]:
-    """Processes whose environment names this Airflow home (every component and task process has it)."""
-    import psutil
-
-    found = []
-    for proc in psutil.process_iter(["pid", "cmdline"]):
-        try:
-            if proc.environ().get("AIRFLOW_HOME") == str(home.resolve()):
-                found.append(f"{proc.pid} {' '.join(proc.info['cmdline'] or [])}")
-        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
-            continue
-    return found
+    assert stack.leftovers() == []
 
 
 def epoch_lines(lines: list[str]) -> list[str]:

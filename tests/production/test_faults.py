@@ -59,12 +59,10 @@ def test_task_process_killed_after_create_before_defer(production: Production) -
     )
     assert len(_jobs(production, dag_id, run_id)) == 1
     ti = production.rest.task_instance(dag_id, run_id, "train")
-    victims = [
-        p
-        for p in psutil.process_iter(["cmdline"])
-        if " ".join(p.info["cmdline"] or []) == f"airflow worker -- {ti['id']}"
-    ]
-    assert len(victims) == 1, "the task process (proctitle 'airflow worker -- <ti id>') was not found"
+    titles = {p: " ".join(p.info["cmdline"] or []).strip() for p in psutil.process_iter(["cmdline"])}
+    victims = [p for p, title in titles.items() if title == f"airflow worker -- {ti['id']}"]
+    workers = sorted(t for t in titles.values() if t.startswith("airflow worker"))
+    assert len(victims) == 1, f"no task process titled 'airflow worker -- {ti['id']}' among {workers}"
     victims[0].kill()
     run = production.rest.wait_run(dag_id, run_id, timeout=300)
     ti = production.rest.task_instance(dag_id, run_id, "train")
@@ -76,6 +74,8 @@ def test_task_process_killed_after_create_before_defer(production: Production) -
 def test_mark_deferred_task_failed_deletes_job_and_pods(production: Production) -> None:
     run_id = production.rest.trigger("short_training")
     production.rest.wait_task_state("short_training", run_id, "train", {"deferred"}, timeout=120)
+    # as a user would: the training is visibly running in the task log, then they mark it failed
+    wait_until("epoch 2 in the task log", lambda: _log_has(production, "short_training", run_id, "epoch=2/"))
     name = wait_until("the run's Job", lambda: _jobs(production, "short_training", run_id), timeout=60)[0]
     started = time.monotonic()
     production.rest.set_task_state("short_training", run_id, "train", "failed")

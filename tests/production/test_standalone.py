@@ -11,9 +11,10 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
+
 from airflow_k8s_ml.airflow_rest import AirflowRest
 from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings, free_port, port_is_free
-from tests.production.conftest import leftovers
 
 CLI = str(Path(sys.executable).parent / "airflow-k8s-ml")
 
@@ -34,6 +35,15 @@ def _start(home: Path, port: int) -> tuple[subprocess.Popen[str], str]:
     raise AssertionError("standalone exited before it was ready:\n" + "".join(seen))
 
 
+def _cwd_or_env_names(proc: psutil.Process, home: Path) -> bool:
+    """A process started by this standalone: its command line or open files name the home."""
+    try:
+        text = " ".join(proc.cmdline()) + " ".join(f.path for f in proc.open_files())
+    except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+        return False
+    return str(home) in text
+
+
 def test_standalone_prints_the_login_every_time_and_stops_on_sigterm(tmp_path: Path) -> None:
     port = free_port()
     proc, password = _start(tmp_path, port)
@@ -44,7 +54,9 @@ def test_standalone_prints_the_login_every_time_and_stops_on_sigterm(tmp_path: P
     finally:
         proc.send_signal(signal.SIGTERM)
         assert proc.wait(timeout=120) == 0
-    assert port_is_free(port) and leftovers(tmp_path / "airflow-home") == []
+    assert port_is_free(port)
+    stray = [p.pid for p in psutil.process_iter() if _cwd_or_env_names(p, tmp_path)]
+    assert stray == []
     # the next start shows the same login: the password is kept in the Airflow home (mode 0600)
     stack = AirflowStack(StackSettings(home=tmp_path / "airflow-home", dags_folder=tmp_path))
     assert stack.password == password
