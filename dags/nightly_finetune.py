@@ -90,9 +90,11 @@ def path_safe(text: str) -> str:
 with DAG(
     dag_id="nightly_finetune",
     description="Fine-tune, gate, deploy and batch-score a model every night",
-    # 01:30 every night. No start_date and run_immediately=False: unpausing the DAG waits for the next
-    # 01:30 instead of starting the most recent missed run at once (which would deploy a model).
-    schedule=CronTriggerTimetable("30 1 * * *", timezone=LOCAL_TZ, run_immediately=False),
+    # 01:30 every night. No start_date and run_immediately=timedelta(0): unpausing the DAG waits for the
+    # next 01:30 instead of starting the most recent missed run at once (which would deploy a model).
+    # (Airflow 3.3 treats run_immediately=False like None: it still runs a slot missed by under 10% of
+    # the period, 2.4 h here.)
+    schedule=CronTriggerTimetable("30 1 * * *", timezone=LOCAL_TZ, run_immediately=timedelta(0)),
     catchup=False,
     user_defined_filters={"path_safe": path_safe},
     max_active_runs=1,

@@ -5,8 +5,9 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from datetime import UTC, datetime
 from pathlib import Path
+
+import pytest
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -30,17 +31,25 @@ def test_dag_file_parses_without_heavy_imports() -> None:
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
-def test_unpausing_waits_for_the_next_scheduled_time() -> None:
+def test_unpausing_waits_for_the_next_scheduled_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    import pendulum
+    from airflow.timetables import trigger
     from airflow.timetables.base import TimeRestriction
     from airflow.timetables.trigger import CronTriggerTimetable
 
     dag = _load().dag  # type: ignore[attr-defined]
     shipped = dag.timetable
-    assert dag.start_date is None and dag.catchup is False and shipped.run_immediately is False
-    core = CronTriggerTimetable(shipped.expression, timezone=shipped.timezone, run_immediately=False)
-    info = core.next_dagrun_info(last_automated_data_interval=None,
-                                 restriction=TimeRestriction(earliest=None, latest=None, catchup=False))
-    assert info is not None and info.run_after > datetime.now(UTC)  # the next 01:30, not the last one
+    assert dag.start_date is None and dag.catchup is False
+    core = CronTriggerTimetable(shipped.expression, timezone=shipped.timezone,
+                                run_immediately=shipped.run_immediately)
+    restriction = TimeRestriction(earliest=None, latest=None, catchup=False)
+    # whenever the DAG is unpaused, even minutes after a 01:30: the first run is the next 01:30
+    slot = pendulum.datetime(2026, 12, 2, 1, 30, tz="Europe/Amsterdam")
+    for minutes_after_slot in (1, 20, 60 * 23):
+        now = slot.add(minutes=minutes_after_slot).in_tz("UTC")
+        monkeypatch.setattr(trigger, "utcnow", lambda now=now: now)  # the clock the timetable reads
+        info = core.next_dagrun_info(last_automated_data_interval=None, restriction=restriction)
+        assert info is not None and info.run_after == slot.add(days=1), minutes_after_slot
 
 
 def test_templates_do_not_need_a_logical_date() -> None:
