@@ -83,10 +83,23 @@ def serve_forever(options: ServeOptions) -> None:
 def pid_of(state_dir: Path) -> int | None:
     try:
         pid = int((state_dir / "server.pid").read_text())
-        os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if alive(pid) else None
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a server killed with ``kill -9`` whose parent has not
+    reaped it yet still answers ``kill(pid, 0)``, but it serves nothing and holds no lock)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs (macOS): kill(pid, 0) is all we know
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
@@ -123,9 +136,7 @@ def stop_background(state_dir: Path, timeout: float = 40.0) -> bool:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
+        if not alive(pid):
             return True
         time.sleep(0.1)
     os.killpg(pid, signal.SIGKILL)

@@ -39,7 +39,6 @@ JSON = "application/json"
 # The API server's limit on request bodies (apiserver config: 3 MiB, "to account for JSON being larger than
 # the protobuf stored in etcd"); larger bodies get 413 RequestEntityTooLarge.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
-WATCH_STALL_GRACE = 10.0  # seconds a closed-for-lagging watcher may take to finish its current event
 
 log = logging.getLogger(__name__)
 
@@ -480,7 +479,7 @@ class ApiServer:
                     transport.abort()
 
             if transport is not None:
-                asyncio.get_running_loop().call_later(WATCH_STALL_GRACE, abort)
+                asyncio.get_running_loop().call_later(self.cluster.settings.watch_stall_grace, abort)
 
         return overflowed
 

@@ -44,6 +44,9 @@ class ClusterSettings:
     # Changes a watcher may fall behind before it is closed (its client resumes from its last
     # resourceVersion), so a client that stops reading cannot make the server buffer without bound.
     watch_buffer: int = 1000
+    # Seconds such a closed watcher may take to finish writing its current event before its connection
+    # is dropped (a client that stopped reading entirely).
+    watch_stall_grace: float = 10.0
     # The 127.B.0.0/16 block pod IPs come from; None: the one recorded in the state dir (or a new one).
     pod_ip_block: int | None = None
     # Job controller: replacement-pod back-off base and cap (pkg/controller/job: 10s doubling, cap 6 min).
