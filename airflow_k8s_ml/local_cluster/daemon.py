@@ -59,8 +59,32 @@ class ServeOptions:
         return args + ([] if self.tls else ["--no-tls"])
 
 
+def return_freed_memory() -> None:
+    """Make glibc give large freed blocks back to the system (Linux only; a no-op elsewhere).
+
+    glibc serves allocations over M_MMAP_THRESHOLD (128 KiB) with mmap and unmaps them when freed, but
+    raises that threshold to the size of each such block freed (up to 32 MiB). After the first 1 MiB
+    object went by, every later event buffer, TLS buffer and JSON string of up to that size came from
+    the heap, where freed memory stays: the server's RSS kept what many watchers once needed after they
+    closed. Setting the threshold explicitly turns the adjustment off (mallopt(3)).
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        pass
+
+
 def serve_forever(options: ServeOptions) -> None:
     from .cluster import LocalCluster
+
+    return_freed_memory()
 
     async def main() -> None:
         cluster = LocalCluster(options.settings())
