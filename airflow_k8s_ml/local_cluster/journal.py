@@ -24,6 +24,7 @@ import logging
 import os
 import sqlite3
 import threading
+import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -74,10 +75,13 @@ class Journal:
         for statement in SCHEMA:
             self._db.execute(statement)
         self._stop = threading.Event()
+        # The thread holds no reference to the journal, and a journal dropped without close() (a cluster
+        # never started, in unit tests) stops its thread when it is collected.
         self._checkpointer = threading.Thread(
-            target=self._checkpoint_loop, name="journal-checkpoint", daemon=True
+            target=_checkpoint_loop, args=(path, self._stop), name="journal-checkpoint", daemon=True
         )
         self._checkpointer.start()
+        weakref.finalize(self, self._stop.set)
 
     # -- the log ---------------------------------------------------------------------------------------
     def append(
@@ -127,13 +131,15 @@ class Journal:
             log.warning("journal: final checkpoint failed: %s", exc)
         self._db.close()
 
-    def _checkpoint_loop(self) -> None:
-        db = _connect(self.path)
-        try:
-            while not self._stop.wait(CHECKPOINT_EVERY):
-                try:
-                    db.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error as exc:  # pragma: no cover - retried at the next tick
-                    log.warning("journal: checkpoint failed: %s", exc)
-        finally:
-            db.close()
+
+def _checkpoint_loop(path: Path, stop: threading.Event) -> None:
+    """Checkpoint the WAL into the database every few seconds (PASSIVE: never blocks the writer)."""
+    db = _connect(path)
+    try:
+        while not stop.wait(CHECKPOINT_EVERY):
+            try:
+                db.execute("PRAGMA wal_checkpoint(PASSIVE)")
+            except sqlite3.Error as exc:  # pragma: no cover - retried at the next tick
+                log.warning("journal: checkpoint failed: %s", exc)
+    finally:
+        db.close()
