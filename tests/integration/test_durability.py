@@ -4,16 +4,27 @@ after a node reboot."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
 from pathlib import Path
 
+import pytest
 from kubernetes import client, config, watch
 
+from airflow_k8s_ml.kube.resources import resource_for
+from airflow_k8s_ml.kube.sync_client import KubeClient
+from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.local_cluster.daemon import ServeOptions, alive, pid_of, start_background, stop_background
-from tests.cluster_fixtures import fast_settings, wait_for
+from airflow_k8s_ml.status import classify
+from tests.cluster_fixtures import fast_settings, use_cluster, wait_for
+
+from .test_watch import until
+from .workload_helpers import complete, in_thread, job
+
+JOBS = WatchKey("kubernetes_default", resource_for(None, "Job"), "default")
 
 
 def _core(kubeconfig: Path) -> client.CoreV1Api:
@@ -133,3 +144,32 @@ def test_running_pods_come_back_as_after_a_node_reboot(tmp_path: Path) -> None:
             if e.involved_object.name == "always"
         ]
         assert "SandboxChanged" in reasons
+
+
+async def test_a_wait_across_a_restart_resumes_by_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, registry: WatchRegistry
+) -> None:
+    """An operator's deferred wait (the shared watch) loses its connection when the server restarts,
+    reconnects to the same URL with the same CA and token, and resumes from its resourceVersion."""
+    state = tmp_path / "state"
+    first = ClusterThread(fast_settings(state)).start()
+    use_cluster(monkeypatch, first.kubeconfig_path, namespace="default")
+    kube = KubeClient(namespace="default")
+    second = None
+    try:
+        await in_thread(kube.create, job("across", "pass", suspend=True))
+        wake = asyncio.Event()
+        async with registry.subscribe(JOBS, "across", wake) as sub:
+            await until(lambda: sub.synced and sub.get("across") is not None)
+            await in_thread(first.stop)
+            second = await in_thread(lambda: ClusterThread(fast_settings(state)).start())
+            assert second.url == first.url
+            await in_thread(complete, kube, "across", "default")
+            await until(lambda: classify(sub.get("across") or {}).succeeded, timeout=20)
+            stats = registry.watches[JOBS].stats
+            assert stats["lists"] == 1 and stats["expired"] == 0  # resumed, never re-listed
+    finally:
+        kube.close()
+        first.stop()
+        if second is not None:
+            second.stop()
