@@ -104,7 +104,7 @@ class Store:
         clock: Callable[[], float] = time.time,
         *,
         journal: Journal | None = None,
-        history_bytes: int = 256 * 1024 * 1024,
+        history_bytes: int = 64 * 1024 * 1024,
         watch_buffer: int = 1000,
         max_object_bytes: int = MAX_OBJECT_BYTES,
     ) -> None:
