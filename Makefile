@@ -41,6 +41,7 @@ typecheck: $(STAMP)
 # Every bench/ script, one after the other (about 7 minutes; they share no state).
 bench: $(STAMP)
 	$(PY) bench/local_cluster.py
+	$(PY) bench/store_commit.py
 	$(PY) bench/parse_cost.py
 	$(PY) bench/checkpoint_verify.py
 	$(PY) bench/wait_efficiency.py

@@ -2,7 +2,7 @@
 
 airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
 airflow-k8s-ml local status
-airflow-k8s-ml local down
+airflow-k8s-ml local down [--purge]   (the state dir keeps the cluster's objects; --purge deletes it)
 airflow-k8s-ml demo [--output D]
 airflow-k8s-ml standalone [--port N] [--home D] [--dags-folder D]
 """
@@ -29,6 +29,8 @@ def _local(args: argparse.Namespace) -> int:
     if args.action == "down":
         stopped = daemon.stop_background(state_dir)
         print("local cluster stopped" if stopped else "local cluster was not running", file=sys.stderr)
+        if args.purge:
+            return _purge(state_dir)
         return 0
     pid = daemon.pid_of(state_dir)
     if pid is None or not daemon.ping(state_dir):
@@ -53,6 +55,20 @@ def _local(args: argparse.Namespace) -> int:
     return 0
 
 
+def _purge(state_dir: Path) -> int:
+    """Delete the state dir (objects, identity, logs, volumes), but only one that is a cluster's."""
+    import shutil
+
+    if not state_dir.exists():
+        return 0
+    if not any((state_dir / marker).exists() for marker in ("cluster.db", "kubeconfig", "token")):
+        print(f"not deleting {state_dir}: it does not look like a local cluster's state dir", file=sys.stderr)
+        return 1
+    shutil.rmtree(state_dir)
+    print(f"deleted {state_dir}", file=sys.stderr)
+    return 0
+
+
 def _demo(args: argparse.Namespace) -> int:
     from .demo import main as demo_main
 
@@ -72,6 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     local = sub.add_parser("local", help="operate the embedded local cluster")
     local.add_argument("action", choices=["up", "down", "status"])
+    local.add_argument(
+        "--purge", action="store_true", help="with down: delete the state dir (objects, CA, token)"
+    )
     add_serve_arguments(local)
     local.set_defaults(func=_local)
     demo = sub.add_parser("demo", help="run the nightly DAG end to end on the local cluster and local S3")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -53,6 +54,9 @@ def embedded_services(state_dir: Path) -> Iterator[Services]:
     from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity
     from airflow_k8s_ml.local_s3 import LocalS3
 
+    # Each demo starts from scratch: the cluster keeps its objects in its state dir across restarts, but
+    # the demo's S3 lives in memory, so an earlier run's cluster state would point at data that is gone.
+    shutil.rmtree(state_dir / "cluster", ignore_errors=True)
     settings = ClusterSettings(state_dir=state_dir / "cluster", capacity=NodeCapacity(cpu="4", memory="16Gi"))
     with LocalS3("127.0.0.1", buckets=(BUCKET,)) as s3, ClusterThread(settings) as cluster:
         yield Services(cluster.kubeconfig_path, s3.endpoint_url, s3.credentials.env(), cluster, s3)

@@ -1,7 +1,8 @@
-"""Local cluster figures: pod start latency (create -> process running) and list/get throughput.
+"""Local cluster figures: pod start latency (create -> process running), list/get throughput, and the
+API server's RSS with many unread watches on a large object (bench/watch_memory.py).
 
 Prints figures; asserts nothing (benchmarks are not tests). Runs the cluster in-process on loopback,
-bounded in time: ``python bench/local_cluster.py [--pods 40] [--seconds 5]``.
+bounded in time: ``python bench/local_cluster.py [--pods 40] [--seconds 5] [--watchers 200]``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import threading
 import time
 from pathlib import Path
 
+import watch_memory  # bench/watch_memory.py, beside this script
 from kubernetes import client, config, watch
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
@@ -87,6 +89,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--pods", type=int, default=40)
     parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--watchers", type=int, default=200, help="unread watches for the RSS figure")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as state, ClusterThread(ClusterSettings(state_dir=Path(state))) as c:
         api = config.new_client_from_config(config_file=str(c.kubeconfig_path))
@@ -105,6 +108,7 @@ def main() -> None:
         )
     print(f"list throughput (20 configmaps per list, one keep-alive HTTPS client): {list_rate:.0f} req/s")
     print(f"get throughput (one keep-alive HTTPS client): {get_rate:.0f} req/s")
+    print(watch_memory.report(args.watchers, 1.0))
 
 
 if __name__ == "__main__":

@@ -21,18 +21,13 @@ from . import errors
 from .controllers.base import Controller
 from .events import EventRecorder
 from .faults import Faults
+from .identity import StateDirLock, load_identity
+from .journal import Journal
 from .meta import new_uid
 from .metrics import Metrics
+from .node_reboot import reboot_node
 from .resources import ResourceType, lookup
-from .security import (
-    ensure_loopback,
-    generate_tls,
-    kubeconfig,
-    new_token,
-    server_ssl_context,
-    write_kubeconfig,
-    write_private,
-)
+from .security import ensure_loopback, ensure_tls, kubeconfig, server_ssl_context, write_kubeconfig
 from .server import ApiServer, SubresourceHandler, json_response
 from .settings import ClusterSettings
 from .store import Obj, Store
@@ -55,8 +50,22 @@ class LocalCluster:
     def __init__(self, settings: ClusterSettings | None = None) -> None:
         self.settings = settings or ClusterSettings()
         ensure_loopback(self.settings.host)
-        self.token = self.settings.token or new_token()
-        self.store = Store(self.settings.watch_history, clock=self.settings.clock.now)
+        # Durable state (objects, watch history, identity) lives in the state dir: see journal.py.
+        self.settings.state_dir.mkdir(parents=True, exist_ok=True)
+        self._lock = StateDirLock(self.settings.state_dir)
+        journal = Journal(self.settings.state_dir / "cluster.db")
+        self.identity = load_identity(self.settings.state_dir, journal, self.settings.token)
+        self.token = self.identity.token
+        if self.settings.pod_ip_block is None:
+            self.settings.pod_ip_block = self.identity.pod_ip_block
+        self.store = Store(
+            self.settings.watch_history,
+            clock=self.settings.clock.now,
+            journal=journal,
+            history_bytes=self.settings.watch_history_bytes,
+            watch_buffer=self.settings.watch_buffer,
+        )
+        self._journal = journal
         self.metrics = Metrics(lambda: self.store.open_watches)
         self.faults = Faults()
         self.events = EventRecorder(self.store, self.settings.clock.now, self.settings.node_name)
@@ -114,29 +123,46 @@ class LocalCluster:
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
         state = self.settings.state_dir
-        state.mkdir(parents=True, exist_ok=True)
+        reboot_node(self.store, self.settings.node_name, self._pod_event)
         self._seed()
         ssl_ctx = None
         if self.settings.tls:
-            self._ca_path, cert, key = generate_tls(state, self.settings.host)
+            self._ca_path, cert, key = ensure_tls(state, self.settings.host)
             ssl_ctx = server_ssl_context(cert, key)
         # handler_cancellation: a client that closes a watch must release it at once, not at its next write.
         self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0,
                                      handler_cancellation=True)
         await self._runner.setup()
-        site = web.TCPSite(
-            self._runner, self.settings.host, self.settings.port, ssl_context=ssl_ctx, reuse_address=True
-        )
-        await site.start()
-        port = site._server.sockets[0].getsockname()[1]  # type: ignore[union-attr]
+        port = await self._listen(ssl_ctx)
+        self._journal.put("port", str(port))
         scheme = "https" if ssl_ctx else "http"
         host = f"[{self.settings.host}]" if ":" in self.settings.host else self.settings.host
         self.url = f"{scheme}://{host}:{port}"
         write_kubeconfig(self.kubeconfig_path, kubeconfig(self.url, self.token, self._ca_path))
-        write_private(state / "token", self.token)
         for controller in self.controllers:
             await controller.start()
         log.info("local cluster serving at %s (kubeconfig %s)", self.url, self.kubeconfig_path)
+
+    async def _listen(self, ssl_ctx: Any) -> int:
+        """Serve on the configured port, else on the one served last time if it is free (clients keep
+        their kubeconfig), else on any free port."""
+        assert self._runner is not None
+        wanted = self.settings.port or self.identity.port
+        try:
+            site = web.TCPSite(
+                self._runner, self.settings.host, wanted, ssl_context=ssl_ctx, reuse_address=True
+            )
+            await site.start()
+        except OSError:
+            if self.settings.port or not wanted:
+                raise
+            log.warning("port %d of the previous run is taken; serving on another one", wanted)
+            site = web.TCPSite(self._runner, self.settings.host, 0, ssl_context=ssl_ctx, reuse_address=True)
+            await site.start()
+        return int(site._server.sockets[0].getsockname()[1])  # type: ignore[union-attr]
+
+    def _pod_event(self, pod: Obj, type_: str, reason: str, message: str) -> None:
+        self.events.record(pod, type_, reason, message, "kubelet")
 
     async def stop(self) -> None:
         for controller in reversed(self.controllers):
@@ -145,6 +171,8 @@ class LocalCluster:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
+        self.store.close()
+        self._lock.release()
 
     def _seed(self) -> None:
         namespaces = _rt("", "v1", "namespaces")

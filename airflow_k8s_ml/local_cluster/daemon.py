@@ -59,8 +59,32 @@ class ServeOptions:
         return args + ([] if self.tls else ["--no-tls"])
 
 
+def return_freed_memory() -> None:
+    """Make glibc give large freed blocks back to the system (Linux only; a no-op elsewhere).
+
+    glibc serves allocations over M_MMAP_THRESHOLD (128 KiB) with mmap and unmaps them when freed, but
+    raises that threshold to the size of each such block freed (up to 32 MiB). After the first 1 MiB
+    object went by, every later event buffer, TLS buffer and JSON string of up to that size came from
+    the heap, where freed memory stays: the server's RSS kept what many watchers once needed after they
+    closed. Setting the threshold explicitly turns the adjustment off (mallopt(3)).
+    """
+    import ctypes
+    import ctypes.util
+
+    name = ctypes.util.find_library("c")
+    if not name or not sys.platform.startswith("linux"):
+        return
+    try:
+        libc = ctypes.CDLL(name)
+        libc.mallopt(-3, 128 * 1024)  # M_MMAP_THRESHOLD
+    except (OSError, AttributeError):  # not glibc (musl has no mallopt)
+        pass
+
+
 def serve_forever(options: ServeOptions) -> None:
     from .cluster import LocalCluster
+
+    return_freed_memory()
 
     async def main() -> None:
         cluster = LocalCluster(options.settings())
@@ -83,10 +107,23 @@ def serve_forever(options: ServeOptions) -> None:
 def pid_of(state_dir: Path) -> int | None:
     try:
         pid = int((state_dir / "server.pid").read_text())
-        os.kill(pid, 0)
-        return pid
     except (OSError, ValueError):
         return None
+    return pid if alive(pid) else None
+
+
+def alive(pid: int) -> bool:
+    """The process exists and is not a zombie (a server killed with ``kill -9`` whose parent has not
+    reaped it yet still answers ``kill(pid, 0)``, but it serves nothing and holds no lock)."""
+    try:
+        os.kill(pid, 0)
+    except OSError:
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no procfs (macOS): kill(pid, 0) is all we know
+    return stat.rpartition(")")[2].split()[:1] != ["Z"]
 
 
 def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
@@ -123,9 +160,7 @@ def stop_background(state_dir: Path, timeout: float = 40.0) -> bool:
     os.kill(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except OSError:
+        if not alive(pid):
             return True
         time.sleep(0.1)
     os.killpg(pid, signal.SIGKILL)

@@ -13,6 +13,10 @@ from . import errors
 from .schema import prune, schema_for, unknown_fields
 
 JSON_TYPES = ("application/json", "application/yaml", "application/apply-patch+yaml")
+# Nesting deeper than this is refused with 400 before anything walks the body recursively (Python's
+# recursion limit is far below the API server's decoder depth of 10000; real objects nest ~20 deep).
+MAX_DEPTH = 100
+TOO_DEEP = f"exceeded max depth: the local cluster accepts at most {MAX_DEPTH} levels of nesting"
 
 
 class _DuplicateField(Exception):
@@ -43,9 +47,13 @@ def decode_body(raw: bytes, content_type: str) -> Decoded:
         import yaml
 
         try:
-            return Decoded(yaml.safe_load(raw.decode() or "{}"))
+            loaded = yaml.safe_load(raw.decode() or "{}")
+        except RecursionError as exc:
+            raise errors.bad_request(f"error decoding YAML: {TOO_DEEP}") from exc
         except yaml.YAMLError as exc:
             raise errors.bad_request(f"error decoding YAML: {exc}") from exc
+        _check_depth(loaded, "YAML")
+        return Decoded(loaded)
     if media and media not in ("application/json", "*/*") and not media.endswith("+json"):
         raise errors.unsupported_media_type(media)
     duplicates: list[str] = []
@@ -54,9 +62,33 @@ def decode_body(raw: bytes, content_type: str) -> Decoded:
     except _DuplicateField as dup:
         duplicates.append(str(dup))
         body = json.loads(raw)
+    except RecursionError as exc:
+        raise errors.bad_request(f"error decoding JSON: {TOO_DEEP}") from exc
     except ValueError as exc:
         raise errors.bad_request(f"error decoding JSON: {exc}") from exc
+    _check_depth(body, "JSON")
     return Decoded(body, duplicates)
+
+
+def nesting_depth(value: Any) -> int:
+    """How deep dicts and lists nest (iteratively: this must not itself hit the recursion limit)."""
+    deepest, stack = 0, [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list):
+            children = item
+        else:
+            continue
+        deepest = max(deepest, depth)
+        stack.extend((child, depth + 1) for child in children)
+    return deepest
+
+
+def _check_depth(body: Any, what: str) -> None:
+    if nesting_depth(body) > MAX_DEPTH:
+        raise errors.bad_request(f"error decoding {what}: {TOO_DEEP}")
 
 
 def check_fields(

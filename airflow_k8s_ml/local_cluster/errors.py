@@ -40,6 +40,8 @@ class ApiError(Exception):
             "reason": self.reason,
             "code": self.code,
         }
+        if not self.reason:  # StatusReasonUnknown is "" and omitted, as for errors storage passes on
+            del body["reason"]
         if self.details is not None:
             body["details"] = self.details
         return body
@@ -122,6 +124,10 @@ def unsupported_media_type(content_type: str) -> ApiError:
         f'application/json, application/yaml (got "{content_type}"; '
         "the local cluster speaks JSON only, not protobuf)",
     )
+
+
+def request_entity_too_large(limit: int) -> ApiError:
+    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
 def unauthorized() -> ApiError:

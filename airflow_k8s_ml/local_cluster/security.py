@@ -107,6 +107,40 @@ def generate_tls(state_dir: Path, host: str) -> tuple[Path, Path, Path]:
     return ca_path, cert_path, key_path
 
 
+def ensure_tls(state_dir: Path, host: str) -> tuple[Path, Path, Path]:
+    """The state dir's CA and serving certificate, generated only when missing, unusable, not for
+    ``host`` or within 30 days of expiry: a restarted cluster keeps its identity, so the CA in every
+    kubeconfig already handed out (and a client's TLS session logic) stays valid."""
+    paths = (state_dir / "ca.crt", state_dir / "server.crt", state_dir / "server.key")
+    if all(p.exists() for p in paths) and _reusable(*paths, host):
+        return paths
+    return generate_tls(state_dir, host)
+
+
+def _reusable(ca_path: Path, cert_path: Path, key_path: Path, host: str) -> bool:
+    from cryptography import x509
+    from cryptography.exceptions import InvalidSignature
+    from cryptography.hazmat.primitives import serialization
+
+    try:
+        ca = x509.load_pem_x509_certificate(ca_path.read_bytes())
+        cert = x509.load_pem_x509_certificate(cert_path.read_bytes())
+        key = serialization.load_pem_private_key(key_path.read_bytes(), password=None)
+        cert.verify_directly_issued_by(ca)
+        sans = cert.extensions.get_extension_for_class(x509.SubjectAlternativeName).value
+    except (ValueError, TypeError, x509.ExtensionNotFound, InvalidSignature):
+        return False
+    soon = dt.datetime.now(dt.UTC) + dt.timedelta(days=30)
+    if min(ca.not_valid_after_utc, cert.not_valid_after_utc) < soon:
+        return False
+    if key.public_key().public_numbers() != cert.public_key().public_numbers():  # type: ignore[union-attr]
+        return False
+    names = set(sans.get_values_for_type(x509.DNSName)) | {
+        str(ip) for ip in sans.get_values_for_type(x509.IPAddress)
+    }
+    return host in names or (host == "::1" and "::1" in names)
+
+
 def server_ssl_context(cert: Path, key: Path) -> ssl.SSLContext:
     ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
     ctx.load_cert_chain(cert, key)

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import copy
 import json
+import logging
 import secrets
 import weakref
 from collections.abc import Awaitable, Callable
@@ -21,12 +21,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from . import discovery, errors, routing, tables
-from .decoding import check_fields, decode_body
+from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth
 from .meta import new_uid
 from .patch import PatchError, apply_patch
 from .resources import ResourceType
 from .selectors import SelectorError, parse_field_selector, parse_label_selector, supported_fields
 from .store import Change, Obj
+from .watch_encoding import EventCache, encode_event, write_chunked
 
 if TYPE_CHECKING:
     from .cluster import LocalCluster
@@ -35,6 +36,11 @@ Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 SubresourceHandler = Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]
 
 JSON = "application/json"
+# The API server's limit on request bodies (apiserver config: 3 MiB, "to account for JSON being larger than
+# the protobuf stored in etcd"); larger bodies get 413 RequestEntityTooLarge.
+MAX_REQUEST_BYTES = 3 * 1024 * 1024
+
+log = logging.getLogger(__name__)
 
 
 def _truthy(value: str | None) -> bool:
@@ -66,10 +72,11 @@ class ApiServer:
         self.token = cluster.token
         self._seen_transports: weakref.WeakSet[Any] = weakref.WeakSet()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
+        self._events = EventCache()
 
     def app(self) -> web.Application:
         app = web.Application(
-            middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw], client_max_size=64 * 1024 * 1024
+            middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw], client_max_size=MAX_REQUEST_BYTES
         )
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
         return app
@@ -106,6 +113,12 @@ class ApiServer:
             return await handler(request)
         except errors.ApiError as exc:
             return json_response(exc.status(), exc.code, exc.headers)
+        except web.HTTPRequestEntityTooLarge:
+            err = errors.request_entity_too_large(MAX_REQUEST_BYTES)
+            return json_response(err.status(), err.code, {"Connection": "close"})
+        except RecursionError:  # a body nested too deeply for some step after decoding
+            err = errors.bad_request("the request body is nested too deeply")
+            return json_response(err.status(), err.code)
         except SelectorError as exc:
             return json_response(errors.bad_request(str(exc)).status(), 400)
         except PatchError as exc:
@@ -280,6 +293,8 @@ class ApiServer:
         patched = apply_patch(presented, raw, content_type, rt.kind)
         if not isinstance(patched, dict):
             raise errors.bad_request("patch did not produce an object")
+        if nesting_depth(patched) > MAX_DEPTH:
+            raise errors.bad_request(f"error decoding patch: {TOO_DEEP}")
         patched, warnings = check_fields(
             patched, rt.api_version, rt.kind, request.query.get("fieldValidation"), []
         )
@@ -380,8 +395,11 @@ class ApiServer:
 
         async def send(event_type: str, obj: Obj) -> None:
             if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
-                obj = tables.to_table([obj], rt.kind, obj["metadata"]["resourceVersion"])
-            await response.write(json.dumps({"type": event_type, "object": obj}).encode() + b"\n")
+                table = tables.to_table([obj], rt.kind, obj["metadata"]["resourceVersion"])
+                await write_chunked(response, encode_event(event_type, table))
+                return
+            # One encoding per event, shared by every watcher (see watch_encoding).
+            await write_chunked(response, self._events.event(event_type, obj))
 
         faults = self.cluster.faults
         try:
@@ -392,27 +410,34 @@ class ApiServer:
             await send("ERROR", exc.status())
             await response.write_eof()
             return response
+        # The initial state is a snapshot of references taken now, synchronously with the registration.
+        initial = [o for o in self.store.iter(rt, target.namespace)] if since is None else []
         self.cluster.metrics.longrunning[rt.plural] += 1
         loop = asyncio.get_running_loop()
+        w.on_overflow = self._abort_if_stuck(request, rt)
         deadline = loop.time() + timeout if timeout else None
         if faults.close_watches_after:
             cut = loop.time() + faults.close_watches_after
             deadline = min(deadline, cut) if deadline else cut
         try:
-            if since is None:
-                items, _ = self.store.list(rt, target.namespace)
-                for obj in items:
-                    if matches(obj):
-                        await send("ADDED", self.cluster.present(rt, obj))
+            for obj in initial:
+                if w.overflowed:
+                    break
+                if matches(obj):
+                    await send("ADDED", self.cluster.present(rt, obj))
+            initial.clear()
             for change in backlog:
+                if w.overflowed:
+                    break
                 await self._send_change(send, rt, change, matches)
+            backlog.clear()
             bookmark_every = self.cluster.settings.bookmark_interval if bookmarks else None
             next_bookmark = loop.time() + bookmark_every if bookmark_every else None
-            while True:
+            while not w.overflowed:
                 wait_for: builtins.list[float] = [t for t in (deadline, next_bookmark) if t is not None]
                 timeout_left = max(min(wait_for) - loop.time(), 0) if wait_for else None
                 try:
-                    live: Change | None = await asyncio.wait_for(w.queue.get(), timeout_left)
+                    live = await w.next(timeout_left)
                 except TimeoutError:
                     now = loop.time()
                     if deadline is not None and now >= deadline:
@@ -440,6 +465,24 @@ class ApiServer:
             await response.write_eof()
         return response
 
+    def _abort_if_stuck(self, request: web.Request, rt: ResourceType) -> Callable[[], None]:
+        """What happens when a watcher falls too far behind: it is closed, as the API server's cacher
+        closes a watcher whose channel is full; its handler ends after the event it is writing, and if
+        the client does not even take that within the grace period, the connection is dropped."""
+
+        def overflowed() -> None:
+            log.warning("Forcing %s watcher close due to unresponsiveness: %s", rt.plural, request.remote)
+            transport = request.transport
+
+            def abort() -> None:
+                if transport is not None and not transport.is_closing():
+                    transport.abort()
+
+            if transport is not None:
+                asyncio.get_running_loop().call_later(self.cluster.settings.watch_stall_grace, abort)
+
+        return overflowed
+
     async def _send_change(
         self,
         send: Callable[[str, Obj], Awaitable[None]],
@@ -463,7 +506,7 @@ class ApiServer:
         else:
             event = None
         if event is not None:
-            await send(event, self.cluster.present(rt, copy.deepcopy(change.obj)))
+            await send(event, self.cluster.present(rt, change.obj))
 
     # -- helpers -----------------------------------------------------------------------------------
     def _matcher(self, request: web.Request, rt: ResourceType) -> Callable[[Obj], bool]:

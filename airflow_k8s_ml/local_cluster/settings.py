@@ -37,8 +37,18 @@ class ClusterSettings:
     capacity: NodeCapacity = field(default_factory=NodeCapacity)
     images: list[ImageRule] = field(default_factory=list)
     node_name: str = "local-node"
-    # Watch history kept for resourceVersion resumes; older resumes get 410 Expired.
+    # Watch history kept for resourceVersion resumes (changes, and bytes of encoded objects); older resumes
+    # get 410 Expired. The history survives restarts (it is in the state dir's cluster.db).
     watch_history: int = 10_000
+    watch_history_bytes: int = 64 * 1024 * 1024
+    # Changes a watcher may fall behind before it is closed (its client resumes from its last
+    # resourceVersion), so a client that stops reading cannot make the server buffer without bound.
+    watch_buffer: int = 1000
+    # Seconds such a closed watcher may take to finish writing its current event before its connection
+    # is dropped (a client that stopped reading entirely).
+    watch_stall_grace: float = 10.0
+    # The 127.B.0.0/16 block pod IPs come from; None: the one recorded in the state dir (or a new one).
+    pod_ip_block: int | None = None
     # Job controller: replacement-pod back-off base and cap (pkg/controller/job: 10s doubling, cap 6 min).
     job_backoff_base: float = 10.0
     job_backoff_cap: float = 360.0

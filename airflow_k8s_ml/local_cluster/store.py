@@ -3,6 +3,11 @@
 All state of the local cluster lives here and is touched only from the cluster's event loop thread, so no
 locks are needed: a watch is served as a snapshot taken synchronously followed by the live change queue,
 which is exactly the consistency a real apiserver gives (no gap, no duplicate).
+
+Reads are served from memory. With a :class:`~.journal.Journal`, every change is first committed to it
+(SQLite), so the store can be rebuilt after a restart or a crash with the same objects, resourceVersions
+and watch history. The encoded size of each change is etcd's request size: objects over 1.5 MiB are
+refused with etcd's error, as the API server passes it on.
 """
 
 from __future__ import annotations
@@ -11,15 +16,19 @@ import asyncio
 import builtins
 import copy
 import itertools
+import json
 import time
 from collections import deque
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import errors
 from .meta import generate_name, new_uid, rfc3339
 from .resources import ResourceType
+
+if TYPE_CHECKING:
+    from .journal import Journal
 
 Obj = dict[str, Any]
 Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped objects
@@ -27,6 +36,10 @@ Key = tuple[str, str]  # (namespace, name); namespace "" for cluster-scoped obje
 FOREGROUND_FINALIZER = "foregroundDeletion"
 ORPHAN_FINALIZER = "orphan"
 _NON_SPEC_KEYS = {"metadata", "status", "apiVersion", "kind"}
+# etcd's default --max-request-bytes: a larger write fails with its error, which the API server passes on
+# as a 500 (``Error from server: etcdserver: request is too large``).
+MAX_OBJECT_BYTES = 1536 * 1024
+TOO_LARGE_MESSAGE = "etcdserver: request is too large"
 
 
 @dataclass(frozen=True)
@@ -39,28 +52,82 @@ class Change:
     namespace: str
     obj: Obj
     old: Obj | None
+    size: int = 0  # bytes of the encoded object (what the journal stored)
 
 
 @dataclass(eq=False)
 class Watch:
+    """One watcher's pending changes, bounded like the API server's per-watcher channel: a watcher that
+    falls ``limit`` changes behind is closed (``overflowed``) instead of buffering without end; its client
+    resumes from the last resourceVersion it saw, as clients of a real API server do."""
+
     storage_key: tuple[str, str]
     namespace: str | None
-    queue: asyncio.Queue[Change | None] = field(default_factory=asyncio.Queue)
+    limit: int = 1000
+    buffer: deque[Change] = field(default_factory=deque)
     closed: bool = False
+    overflowed: bool = False
+    on_overflow: Callable[[], None] | None = None
+    _wakeup: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def push(self, change: Change) -> bool:
+        """Queue a change; False (and nothing queued) when the watcher is this far behind."""
+        if len(self.buffer) >= self.limit:
+            return False
+        self.buffer.append(change)
+        self._wakeup.set()
+        return True
+
+    def close(self, overflowed: bool = False) -> None:
+        self.closed = True
+        if overflowed:
+            self.overflowed = True
+            self.buffer.clear()  # resumed from history by the client; hold no references meanwhile
+            if self.on_overflow is not None:
+                self.on_overflow()
+        self._wakeup.set()
+
+    async def next(self, timeout: float | None) -> Change | None:
+        """The next change; None once closed and drained; TimeoutError after ``timeout`` seconds."""
+        while not self.buffer:
+            if self.closed:
+                return None
+            self._wakeup.clear()
+            await asyncio.wait_for(self._wakeup.wait(), timeout)
+        return self.buffer.popleft()
 
 
 class Store:
-    def __init__(self, history: int = 10_000, clock: Callable[[], float] = time.time) -> None:
-        # Start far above any resourceVersion an earlier run of the server handed out (they count from a
-        # lower clock), so that after a restart every old resourceVersion is older than our history: 410.
+    def __init__(
+        self,
+        history: int = 10_000,
+        clock: Callable[[], float] = time.time,
+        *,
+        journal: Journal | None = None,
+        history_bytes: int = 64 * 1024 * 1024,
+        watch_buffer: int = 1000,
+        max_object_bytes: int = MAX_OBJECT_BYTES,
+    ) -> None:
+        # A new cluster starts far above any resourceVersion an earlier cluster on another state dir handed
+        # out (they count from a lower clock), so such a stale resourceVersion is older than our history: 410.
         self._rv = int(time.time() * 1000)
         self._floor = self._rv
         self._objects: dict[tuple[str, str], dict[Key, Obj]] = {}
-        self._history: deque[Change] = deque(maxlen=history)
+        # Bounded by count and by encoded bytes, so large objects cannot make the history unbounded.
+        self._history: deque[Change] = deque()
+        self._history_limit = history
+        self._history_bytes_limit = history_bytes
+        self._history_bytes = 0
         self._watches: set[Watch] = set()
+        self._watch_buffer = watch_buffer
+        self._max_object_bytes = max_object_bytes
         self._listeners: builtins.list[Callable[[Change], None]] = []
         self._clock = clock
         self._uid_index: dict[str, tuple[tuple[str, str], Key]] = {}
+        self._journal = journal
+        self._since_compaction = 0
+        if journal is not None:
+            self._restore(journal)
 
     # -- reading -----------------------------------------------------------------------------------
     @property
@@ -273,7 +340,7 @@ class Store:
         history raises 410 Expired (the server sends it as an ERROR event)."""
         if since is not None and since < self._floor:
             raise errors.expired(str(since), self._floor)
-        w = Watch(rt.storage_key, namespace)
+        w = Watch(rt.storage_key, namespace, self._watch_buffer)
         backlog: builtins.list[Change] = []
         if since is not None:
             backlog = [c for c in self._history if c.rv > since and self._concerns(w, c)]
@@ -285,9 +352,10 @@ class Store:
         self._watches.discard(w)
 
     def close_all_watches(self) -> None:
+        """End every watch after the changes already queued for it (shutdown, fault injection)."""
         for w in list(self._watches):
-            w.queue.put_nowait(None)
-            self.stop_watch(w)
+            w.close()
+            self._watches.discard(w)
 
     @property
     def open_watches(self) -> int:
@@ -300,7 +368,55 @@ class Store:
     def expire_history(self) -> None:
         """Forget the watch history (fault injection: every resume now gets 410)."""
         self._history.clear()
+        self._history_bytes = 0
         self._floor = self._rv
+        if self._journal is not None:
+            self._journal.compact(self._floor)
+
+    def close(self) -> None:
+        if self._journal is not None:
+            self._journal.close()
+            self._journal = None
+
+    # -- restoring from the journal -----------------------------------------------------------------
+    def _restore(self, journal: Journal) -> None:
+        """Rebuild objects, resourceVersion and watch history from the log (each change's ``old`` is the
+        previous version of the same key, which the log keeps)."""
+        compacted = journal.get("compacted")
+        if compacted is None:  # a new state dir: remember where this cluster's resourceVersions start
+            journal.put("compacted", str(self._rv))
+            return
+        self._floor = int(compacted)
+        rv = self._floor
+        for row in journal.rows():
+            rv = max(rv, row.rv)
+            obj: Obj = json.loads(row.value)
+            bucket = self._objects.setdefault(row.storage_key, {})
+            key = (row.namespace, row.name)
+            old = bucket.get(key)
+            uid = obj["metadata"].get("uid", "")
+            if row.type == "DELETED":
+                bucket.pop(key, None)
+                self._uid_index.pop(uid, None)
+            else:
+                bucket[key] = obj
+                self._uid_index[uid] = (row.storage_key, key)
+            if row.rv > self._floor:
+                self._remember(
+                    Change(row.rv, row.type, row.storage_key, row.namespace, obj, old, len(row.value))
+                )
+        self._rv = rv
+
+    def _remember(self, change: Change) -> None:
+        """Append to the watch history, dropping the oldest beyond the count and byte bounds."""
+        self._history.append(change)
+        self._history_bytes += change.size
+        while len(self._history) > self._history_limit or (
+            self._history_bytes > self._history_bytes_limit and len(self._history) > 1
+        ):
+            dropped = self._history.popleft()
+            self._history_bytes -= dropped.size
+            self._floor = dropped.rv
 
     # -- internals ---------------------------------------------------------------------------------
     def _bucket(self, rt: ResourceType) -> dict[Key, Obj]:
@@ -390,7 +506,9 @@ class Store:
         for storage_key, bucket in list(self._objects.items()):
             for key, obj in list(bucket.items()):
                 if key[0] == namespace and storage_key != ("", "namespaces"):
-                    self._commit_key("DELETED", storage_key, key, obj, obj)
+                    # A copy: the stored version (in the history too) keeps its own resourceVersion.
+                    last = {**obj, "metadata": {**obj["metadata"]}}
+                    self._commit_key("DELETED", storage_key, key, last, obj)
 
     def _remove(self, rt: ResourceType, key: Key, last: Obj) -> None:
         self._commit("DELETED", rt, key, last, self._bucket(rt).get(key))
@@ -401,8 +519,17 @@ class Store:
     def _commit_key(
         self, type_: str, storage_key: tuple[str, str], key: Key, obj: Obj, old: Obj | None
     ) -> None:
-        self._rv += 1
-        obj["metadata"]["resourceVersion"] = str(self._rv)
+        """Encode, check etcd's size limit, write to the journal, then change memory and notify: a change
+        the API acknowledges is durable, and a refused one left no trace."""
+        rv = self._rv + 1
+        obj["metadata"]["resourceVersion"] = str(rv)
+        raw = json.dumps(obj, separators=(",", ":")).encode()
+        if len(raw) > self._max_object_bytes and type_ != "DELETED":
+            obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"] if old else ""
+            raise errors.ApiError(500, "", TOO_LARGE_MESSAGE)
+        if self._journal is not None:
+            self._journal.append(rv, type_, storage_key, key[0], key[1], raw)
+        self._rv = rv
         bucket = self._objects.setdefault(storage_key, {})
         uid = obj["metadata"].get("uid", "")
         if type_ == "DELETED":
@@ -411,15 +538,24 @@ class Store:
         else:
             bucket[key] = obj
             self._uid_index[uid] = (storage_key, key)
-        change = Change(self._rv, type_, storage_key, key[0], obj, old)
-        if len(self._history) == self._history.maxlen:
-            self._floor = self._history[0].rv
-        self._history.append(change)
+        change = Change(self._rv, type_, storage_key, key[0], obj, old, len(raw))
+        self._remember(change)
+        self._maybe_compact()
         for w in list(self._watches):
-            if self._concerns(w, change):
-                w.queue.put_nowait(change)
+            if self._concerns(w, change) and not w.push(change):
+                self._watches.discard(w)
+                w.close(overflowed=True)
         for listener in list(self._listeners):
             listener(change)
+
+    def _maybe_compact(self) -> None:
+        """Compact the journal to the history's floor now and then (cheap: a few indexed deletes)."""
+        if self._journal is None:
+            return
+        self._since_compaction += 1
+        if self._since_compaction >= 1000:
+            self._since_compaction = 0
+            self._journal.compact(self._floor)
 
     @staticmethod
     def _concerns(w: Watch, change: Change) -> bool:

@@ -63,3 +63,23 @@ def test_up_refuses_a_port_in_use(tmp_path: Path) -> None:
         run("local", "down", "--state-dir", str(tmp_path / "s"))
         pytest.fail("a second server bound a port that was in use")
     assert "failed to start" in up.stderr and "address already in use" in up.stderr.lower()
+
+
+def test_down_and_up_keep_the_cluster_and_purge_deletes_it(tmp_path: Path) -> None:
+    from kubernetes import client, config
+
+    state = tmp_path / "state"
+    assert run("local", "up", "--state-dir", str(state)).returncode == 0
+    try:
+        core = client.CoreV1Api(config.new_client_from_config(str(state / "kubeconfig")))
+        core.create_namespaced_config_map("default", {"metadata": {"name": "kept"}, "data": {"a": "1"}})
+        assert run("local", "down", "--state-dir", str(state)).returncode == 0
+        assert run("local", "up", "--state-dir", str(state)).returncode == 0
+        core = client.CoreV1Api(config.new_client_from_config(str(state / "kubeconfig")))
+        assert core.read_namespaced_config_map("kept", "default").data == {"a": "1"}
+    finally:
+        purged = run("local", "down", "--purge", "--state-dir", str(state))
+    assert purged.returncode == 0 and "deleted" in purged.stderr
+    assert not state.exists()
+    assert run("local", "down", "--purge", "--state-dir", str(tmp_path)).returncode == 1  # not a state dir
+    assert tmp_path.exists()

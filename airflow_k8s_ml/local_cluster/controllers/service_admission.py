@@ -241,6 +241,8 @@ def admit_service(allocator: Allocator) -> Callable[[Obj, Obj | None], Obj]:
                 exc.details["name"] = name
                 exc.message = exc.message.replace('Service ""', f'Service "{name}"')
             raise
+        if old is None:  # PrepareForCreate resets status; Go serializes the empty struct as loadBalancer: {}
+            service["status"] = {"loadBalancer": {}}
         return service
 
     return admit

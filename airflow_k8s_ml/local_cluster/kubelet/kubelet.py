@@ -50,7 +50,7 @@ class Kubelet(Controller):
     def __init__(self, cluster: LocalCluster) -> None:
         super().__init__(cluster)
         self.pods_rt = _rt("pods")
-        self.ips = IpAllocator(loopback_range_usable())
+        self.ips = IpAllocator(loopback_range_usable(), self.settings.pod_ip_block)
         self.gpus = GpuAllocator(self.settings.capacity.gpus)
         self.logs = LogRegistry()
         self.workers: dict[ObjKey, PodWorker] = {}

@@ -12,6 +12,7 @@ from typing import Any
 
 from ..naming import LABEL_MSG
 from . import quantity
+from .volume_paths import validate_volume_paths
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]  # (field, reason, message) as in a Status cause
@@ -60,6 +61,7 @@ def validate_pod(pod: Obj) -> list[Cause]:
     spec = pod.get("spec") or {}
     causes: list[Cause] = []
     volumes = _validate_volumes(spec.get("volumes") or [], causes)
+    causes += validate_volume_paths(spec)
     containers = spec.get("containers") or []
     if not containers:
         causes.append(required("spec.containers"))

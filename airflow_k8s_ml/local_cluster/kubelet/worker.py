@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from .. import errors
 from ..meta import rfc3339
+from ..node_reboot import resume_states
 from . import fit, images, volumes
 from .container import ContainerRunner
 from .envvars import CreateContainerError, Sources, expand, resolve
@@ -68,6 +69,7 @@ class PodWorker:
         self.main_states = [
             ContainerState(c.get("name", ""), c.get("image", "")) for c in spec.get("containers") or []
         ]
+        resume_states(pod, self.init_states, self.main_states)  # restart counts go on after a cluster restart
         self.root = volumes.pod_dir(self.settings.state_dir, pod)
         self.rootfs = self.root / "rootfs"
         self.pod_ip = ""
