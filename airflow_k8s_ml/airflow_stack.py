@@ -148,7 +148,7 @@ class AirflowStack:
         if not path.exists():
             fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
             with os.fdopen(fd, "w") as out:
-                out.write(secrets.token_urlsafe(32))
+                out.write(secrets.token_urlsafe(64))  # 86 characters: over HS512's 64-byte minimum
         return path.read_text().strip()
 
     def _environment(self) -> dict[str, str]:
