@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from airflow_k8s_ml.kube.apply_plan import desired_digest, is_unchanged, stamped
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.manifests.batch import job_from_cronjob
@@ -102,26 +103,37 @@ def _desired_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def apply_object(client: KubeClient, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+def apply_object(
+    client: KubeClient, obj: Mapping[str, Any], *, create_body: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
     """Create, or server-side apply, and say ``created`` | ``configured`` | ``unchanged``.
+
+    ``unchanged`` sends no write at all: the live object already is the desired state
+    (:func:`~airflow_k8s_ml.kube.apply_plan.is_unchanged`), so the call is one GET. ``create_body`` is
+    what to POST when the object does not exist yet, if that differs from the apply (a Deployment whose
+    HPA owns ``spec.replicas`` is created with the HPA's minimum but applied without it); both carry the
+    digest of ``obj``, the state every later run compares with.
 
     Why not :meth:`KubeClient.apply` alone: it calls an apply "unchanged" when the resourceVersion did not
     move, but a controller writing *status* between its read and its patch (an HPA every sync, a Deployment
-    scaling) moves it too, so a no-op re-apply is reported "configured". Here the decision compares the
-    object without status and bookkeeping before and after the apply.
+    scaling) moves it too, so a no-op re-apply is reported "configured". After a real apply the decision
+    here compares the object without status and bookkeeping before and after.
     """
     meta = obj.get("metadata") or {}
     api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
     namespace = meta.get("namespace")
+    digest = desired_digest(obj)
     current = client.get(api_version, kind, name, namespace)
     if current is None:
         try:
-            return client.create(obj), "created"
+            return client.create(stamped(create_body or obj, digest)), "created"
         except ApiError as exc:
             if not exc.conflict:
                 raise
             current = client.get(api_version, kind, name, namespace) or {}
-    applied = client.patch(api_version, kind, name, namespace, dict(obj), patch_type="apply")
+    if is_unchanged(obj, current):
+        return current, "unchanged"
+    applied = client.patch(api_version, kind, name, namespace, stamped(obj, digest), patch_type="apply")
     return applied, "unchanged" if _desired_view(current) == _desired_view(applied) else "configured"
 
 

@@ -248,8 +248,9 @@ class InferenceDeploymentOperator(BaseOperator):
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
         previous = revision(before)
-        hpa_owns_replicas = values["autoscaling"] is not None and before is not None
-        changes, deployment = self._apply(client, objects, hpa_owns_replicas=hpa_owns_replicas)
+        changes, deployment = self._apply(
+            client, objects, hpa_owns_replicas=values["autoscaling"] is not None
+        )
         self.log.info(
             "applied %s; revision serving before: %s",
             ", ".join(f"{kind} {action}" for kind, action in changes.items()),
@@ -273,10 +274,12 @@ class InferenceDeploymentOperator(BaseOperator):
     def _apply(
         self, client: KubeClient, objects: list[dict[str, Any]], *, hpa_owns_replicas: bool
     ) -> tuple[dict[str, str], dict[str, Any]]:
-        """Create or server-side-apply each object; drop optional objects no longer wanted.
+        """Create or server-side-apply each object that differs from the desired state (an unchanged one is
+        not written at all); drop optional objects no longer wanted.
 
-        With an HPA on an existing Deployment, ``spec.replicas`` is left out of the apply: the HPA owns the
-        count, and re-sending ``min_replicas`` would scale a busy service down on every run.
+        With an HPA, ``spec.replicas`` is left out of the apply (a new Deployment is still created with
+        ``min_replicas``): the HPA owns the count, and re-sending ``min_replicas`` would scale a busy service
+        down on every run.
         """
         from airflow_k8s_ml.kube.serving_ops import apply_object, prune
         from airflow_k8s_ml.manifests.serving import strip_replicas
@@ -286,7 +289,7 @@ class InferenceDeploymentOperator(BaseOperator):
         namespace = objects[0]["metadata"]["namespace"]
         for obj in objects:
             body = strip_replicas(obj) if obj["kind"] == "Deployment" and hpa_owns_replicas else obj
-            live, action = apply_object(client, body)
+            live, action = apply_object(client, body, create_body=obj)
             changes[obj["kind"]] = action
             if obj["kind"] == "Deployment":
                 deployment = live
