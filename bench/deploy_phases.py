@@ -226,6 +226,26 @@ def deploy_task(model_uri: str) -> Any:
     return task
 
 
+def pod_phases(timeline: Timeline) -> dict[str, dict[str, float]]:
+    """Per pod created in the scenario: created -> running, running -> model loaded, loaded -> Ready."""
+    seen: dict[str, dict[str, float]] = {}
+    for t, what in timeline.marks:
+        if what.startswith("pod "):
+            pod, _, milestone = what[4:].partition(": ")
+            seen.setdefault(pod, {}).setdefault(
+                "loaded" if milestone.startswith("seconds=") else milestone, t
+            )
+    out = {}
+    for pod, at in seen.items():
+        if {"created", "container running", "loaded", "Ready"} <= set(at):
+            out[pod] = {
+                "start": round(at["container running"] - at["created"], 2),
+                "model_load": round(at["loaded"] - at["container running"], 2),
+                "ready_after_load": round(at["Ready"] - at["loaded"], 2),
+            }
+    return out
+
+
 def print_scenario(name: str, timeline: Timeline, capture: Capture, writes: Counter[str]) -> None:
     print(f"\n== {name} ==")
     events = sorted(timeline.marks + [(t, f"  log: {line}") for t, line in capture.lines])
@@ -278,9 +298,29 @@ def scenario(name: str, kubeconfig: Path, model_uri: str, run_id: str, results: 
     after.subtract(before)
     writes = Counter({verb: n for verb, n in after.items() if n > 0})
     print_scenario(name, timeline, capture, writes)
-    total = next(t for t, what in timeline.marks if what.startswith("task: done"))
-    results[name] = {"total_seconds": round(total, 2), "changes": out["changes"], "revision": out["revision"]}
-    print(f"total: {total:.2f}s  changes: {out['changes']}  revision: {out['revision']}")
+    at = {what: t for t, what in timeline.marks if what.startswith(("task:", "trigger:"))}
+    start = at["task: execute"]
+    done = next(t for what, t in at.items() if what.startswith("task: done"))
+    deferred = at.get("task: deferred", done)
+    event = next((t for what, t in at.items() if what.startswith("trigger:")), deferred)
+    phases = {
+        "apply": deferred - start,  # execute up to the deferral (or the whole task when it did not defer)
+        "rollout_wait": event - deferred,
+        "after_rollout": done - event,  # execute_complete: the smoke test
+        "total": done - start,
+    }
+    pods = pod_phases(timeline)
+    for pod, figures in pods.items():
+        print(f"pod {pod}: " + ", ".join(f"{k} {v:.2f}s" for k, v in figures.items()))
+    results[name] = {
+        **{f"{phase}_seconds": round(value, 2) for phase, value in phases.items()},
+        "pods": pods,
+        "writes": sum(n for verb, n in writes.items() if verb in WRITES),
+        "changes": out["changes"],
+        "revision": out["revision"],
+    }
+    print(" ".join(f"{phase} {value:.2f}s" for phase, value in phases.items()))
+    print(f"changes: {out['changes']}  revision: {out['revision']}")
 
 
 def main(argv: list[str] | None = None) -> int:
