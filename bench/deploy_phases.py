@@ -213,7 +213,7 @@ def context(run_id: str) -> dict[str, Any]:
     return {"ti": ti}
 
 
-def deploy_task(model_uri: str) -> Any:
+def deploy_task(model_uri: str, max_surge: str | None = None) -> Any:
     """The DAG's own ``deploy_model`` task, its model URI rendered (the gate's XCom in a real run)."""
     import copy
 
@@ -223,6 +223,8 @@ def deploy_task(model_uri: str) -> Any:
     exec(compile(DAG_FILE.read_text(), str(DAG_FILE), "exec"), namespace)
     task = copy.copy(namespace["dag"].get_task("deploy_model"))
     task.model_uri = model_uri
+    if max_surge is not None:
+        task.deployment_options = {**(task.deployment_options or {}), "max_surge": max_surge}
     return task
 
 
@@ -277,8 +279,15 @@ def copy_model(running: Any, source: str, target: str) -> None:
         )
 
 
-def scenario(name: str, kubeconfig: Path, model_uri: str, run_id: str, results: dict[str, Any]) -> None:
-    op = deploy_task(model_uri)
+def scenario(
+    name: str,
+    kubeconfig: Path,
+    model_uri: str,
+    run_id: str,
+    results: dict[str, Any],
+    max_surge: str | None = None,
+) -> None:
+    op = deploy_task(model_uri, max_surge)
     timeline = Timeline()
     capture = Capture(timeline)
     op._cached_logger = logging.getLogger("bench.task")  # stdlib instead of structlog: timestamped here
@@ -326,6 +335,7 @@ def scenario(name: str, kubeconfig: Path, model_uri: str, run_id: str, results: 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--json", help="also write the totals to this file")
+    parser.add_argument("--max-surge", help="deployment_options.max_surge for every scenario (e.g. 100%%)")
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="deploy-bench-") as tmp:
@@ -337,9 +347,9 @@ def main(argv: list[str] | None = None) -> int:
             copy_model(running, "base-model/step-1/", "candidates/b/step-1/")
             model_a = "s3://ml-models/base-model/step-1/"
             model_b = "s3://ml-models/candidates/b/step-1/"
-            scenario("first", running.kubeconfig, model_a, "manual__run-1", results)
-            scenario("new-model", running.kubeconfig, model_b, "manual__run-2", results)
-            scenario("clear", running.kubeconfig, model_b, "manual__run-2", results)
+            scenario("first", running.kubeconfig, model_a, "manual__run-1", results, args.max_surge)
+            scenario("new-model", running.kubeconfig, model_b, "manual__run-2", results, args.max_surge)
+            scenario("clear", running.kubeconfig, model_b, "manual__run-2", results, args.max_surge)
     print("\n" + json.dumps(results, indent=1))
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
