@@ -52,13 +52,15 @@ def rollout_progress(deployment: Mapping[str, Any]) -> RolloutProgress:
 
 
 def _describe(progress: RolloutProgress, message: str) -> str:
+    revision = f"revision {progress.revision}" if progress.revision else "new revision"
+    if not progress.observed:  # the counts are still those of the previous spec: they would mislead
+        return f"rollout {revision}: {message}"
     wanted = "?" if progress.wanted is None else str(progress.wanted)
     old = progress.total - progress.updated
     counts = (
         f"{progress.updated}/{wanted} updated, {progress.ready} ready, {progress.available} available"
         + (f", {old} old" if old > 0 else "")
     )
-    revision = f"revision {progress.revision}" if progress.revision else "new revision"
     return f"rollout {revision}: {counts} - {message}"
 
 

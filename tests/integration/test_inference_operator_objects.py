@@ -199,35 +199,62 @@ def test_rerun_of_the_same_state_writes_nothing_and_a_new_model_writes_the_deplo
     assert after["Service"][2]["airflow-k8s-ml/run-id"].startswith("manual__2024-06-01")
 
 
+def execute_or_defer(op: InferenceDeploymentOperator, ctx: dict[str, Any]) -> bool:
+    """Run the task to its end like Airflow; True if it deferred on the way."""
+    from airflow.sdk.exceptions import TaskDeferred
+
+    try:
+        op.execute(ctx)
+    except TaskDeferred:
+        run_task(op, ctx)  # (execute again: it finds the rollout where the deferral left it)
+        return True
+    return False
+
+
+ROLLING = {"network_policy": None, "autoscaling": None, "pdb_min_available": None, "replicas": 2}
+LOGGERS = {"trigger": "airflow_k8s_ml.triggers.workload.WorkloadTrigger", "worker": "operators.inference"}
+
+
+@pytest.mark.parametrize(("defer_after", "where"), [(0, "trigger"), (30, "worker")])
 @pytest.mark.usefixtures("kube_conn")
-def test_the_rollout_wait_logs_progress_once_per_change(
-    namespace: str, capfd: pytest.CaptureFixture[str]
+def test_the_rollout_logs_progress_once_per_change_deferred_or_in_the_worker(
+    namespace: str, capfd: pytest.CaptureFixture[str], defer_after: float, where: str
 ) -> None:
-    run_task(
-        make(namespace, network_policy=None, autoscaling=None, pdb_min_available=None, replicas=2),
-        context("deploy"),
-    )
+    run_task(make(namespace, **ROLLING), context("deploy"))
     task_log(capfd)
     new_model = "s3://models/digits/step-5/"
-    op = make(
-        namespace,
-        network_policy=None,
-        autoscaling=None,
-        pdb_min_available=None,
-        replicas=2,
-        model_uri=new_model,
-        expected_response={"model_uri": new_model},
-    )
-    run_task(op, context("deploy"))
+    op = make(namespace, **ROLLING, model_uri=new_model, expected_response={"model_uri": new_model})
+    op.defer_after = defer_after
+    assert execute_or_defer(op, context("deploy")) == (where == "trigger")
     log = task_log(capfd)
-    lines = re.findall(
-        r"rollout revision 2: (\d/2 updated, \d ready, \d available(?:, \d old)?) - (.*?)\s*\[", log
+    pattern = (
+        r"rollout revision 2: (\d/2 updated, \d ready, \d available(?:, \d old)?) - (.*?)\s*\[([^\]]+)\]"
     )
-    counts = [c for c, _ in lines]
+    lines = re.findall(pattern, log)
+    counts = [c for c, _, _ in lines]
     assert len(lines) >= 3, log
     assert len(set(counts)) == len(counts), f"a line repeated counts that did not change: {counts}"
-    # While the rollout is in progress (kubectl's own words), then done; before the operator resumes.
-    assert all(m.startswith('Waiting for deployment "echo" rollout to finish') for _, m in lines[:-1])
-    assert lines[-1] == ("2/2 updated, 2 ready, 2 available", 'deployment "echo" successfully rolled out')
+    assert all(LOGGERS[where] in logger for _, _, logger in lines), lines
+    # While the rollout is in progress (kubectl's own words), then done; before the smoke test.
+    assert all(m.startswith('Waiting for deployment "echo" rollout to finish') for _, m, _ in lines[:-1])
+    assert lines[-1][:2] == ("2/2 updated, 2 ready, 2 available", 'deployment "echo" successfully rolled out')
     assert any(" old" in c for c in counts)  # seen mid-rollout: old pods still there
     assert log.index("successfully rolled out") < log.index("rolled out at revision 2")
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_a_rollout_longer_than_defer_after_is_handed_to_the_trigger(
+    namespace: str, capfd: pytest.CaptureFixture[str]
+) -> None:
+    run_task(make(namespace, **ROLLING), context("deploy"))
+    slow = ["python", "-c", "import time\ntime.sleep(1.5)\n" + SERVER]  # a model that loads in 1.5 s
+    new_model = "s3://models/digits/step-6/"
+    op = make(
+        namespace, **ROLLING, command=slow, model_uri=new_model, expected_response={"model_uri": new_model}
+    )
+    op.defer_after = 0.3
+    task_log(capfd)
+    assert execute_or_defer(op, context("deploy"))
+    log = task_log(capfd)
+    assert "rollout still in progress after 0.3s; deferring to the triggerer" in log
+    assert re.search(r"successfully rolled out\s*\[airflow_k8s_ml.triggers.workload.WorkloadTrigger\]", log)

@@ -33,8 +33,8 @@ def test_one_line_per_change_of_the_counts_ending_with_kubectls_message():
         if line is not None:
             lines.append(line)
     assert lines == [
-        "rollout revision 2: 0/2 updated, 2 ready, 0 available, 2 old - "
-        "Waiting for deployment spec update to be observed...",
+        # not observed yet: the counts are the previous spec's, so they are left out
+        "rollout revision 2: Waiting for deployment spec update to be observed...",
         "rollout revision 2: 1/2 updated, 2 ready, 2 available, 2 old - "
         'Waiting for deployment "digits" rollout to finish: 1 out of 2 new replicas have been updated...',
         "rollout revision 2: 2/2 updated, 3 ready, 3 available, 1 old - "
@@ -46,6 +46,8 @@ def test_one_line_per_change_of_the_counts_ending_with_kubectls_message():
 def test_a_deployment_without_status_yet_still_gives_a_line():
     progress, line = progress_line({"metadata": {"name": "d", "generation": 1}, "spec": {}}, None)
     assert progress.wanted is None and progress.total == 0
-    assert line == "rollout new revision: 0/? updated, 0 ready, 0 available - " + (
-        "Waiting for deployment spec update to be observed..."
+    assert line == "rollout new revision: Waiting for deployment spec update to be observed..."
+    observed = {"metadata": {"name": "d", "generation": 1}, "spec": {}, "status": {"observedGeneration": 1}}
+    assert progress_line(observed, progress)[1] == (
+        'rollout new revision: 0/? updated, 0 ready, 0 available - deployment "d" successfully rolled out'
     )
