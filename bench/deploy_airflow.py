@@ -78,19 +78,16 @@ def phases(log: list[dict[str, Any]], ti: dict[str, Any]) -> dict[str, float]:
     start = datetime.fromisoformat(ti["start_date"].replace("Z", "+00:00")).timestamp()
     end = datetime.fromisoformat(ti["end_date"].replace("Z", "+00:00")).timestamp()
     applied = first("applied ")
-    deferred = first("waiting for the rollout")
-    progress = first("rollout revision")
+    waiting = first("waiting for the rollout")
     rolled = first("successfully rolled out")
     resumed = first("rolled out at revision")
     out = {"task_instance_total": end - start}
     if applied is not None:
         out["worker_start_and_apply"] = applied - start
-    if deferred and progress:
-        out["handover_to_triggerer"] = progress - deferred
-    if progress and rolled:
-        out["rollout_seen_by_trigger"] = rolled - progress
+    if waiting and rolled:
+        out["rollout"] = rolled - waiting  # as seen by whoever followed it (trigger or worker)
     if rolled and resumed:
-        out["handback_to_worker"] = resumed - rolled
+        out["rolled_out_to_execute_complete"] = resumed - rolled  # the hand-back when deferred
     if resumed:
         out["smoke_and_finish"] = end - resumed
     return {k: round(v, 2) for k, v in out.items()}
