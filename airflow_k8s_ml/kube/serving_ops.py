@@ -1,5 +1,6 @@
 """Cluster calls the serving operators need beyond :class:`KubeClient`'s CRUD: the API server's service proxy,
-the ReplicaSets of a Deployment (for ``kubectl rollout undo``), ``kubectl create job --from=cronjob/...``.
+the ReplicaSets of a Deployment (for ``kubectl rollout undo``), ``kubectl create job --from=cronjob/...``,
+and a bounded watch of one object (the rollout a deploy follows in the worker before it defers).
 
 Why the service proxy for smoke tests: Airflow workers usually cannot reach pod or ClusterIP addresses, but
 they can always reach the API server; ``/api/v1/namespaces/<ns>/services/<name>:<port>/proxy/<path>`` works
@@ -11,12 +12,15 @@ this module only fetches and sends.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
+from airflow_k8s_ml.kube.apply_plan import desired_digest, is_unchanged, stamped
 from airflow_k8s_ml.kube.errors import ApiError
+from airflow_k8s_ml.kube.resources import call_api_arguments, resource_of
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.manifests.batch import job_from_cronjob
 
@@ -28,6 +32,7 @@ __all__ = [
     "prune",
     "replica_sets_of",
     "service_proxy_path",
+    "watch_versions",
 ]
 
 
@@ -102,26 +107,37 @@ def _desired_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def apply_object(client: KubeClient, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+def apply_object(
+    client: KubeClient, obj: Mapping[str, Any], *, create_body: Mapping[str, Any] | None = None
+) -> tuple[dict[str, Any], str]:
     """Create, or server-side apply, and say ``created`` | ``configured`` | ``unchanged``.
+
+    ``unchanged`` sends no write at all: the live object already is the desired state
+    (:func:`~airflow_k8s_ml.kube.apply_plan.is_unchanged`), so the call is one GET. ``create_body`` is
+    what to POST when the object does not exist yet, if that differs from the apply (a Deployment whose
+    HPA owns ``spec.replicas`` is created with the HPA's minimum but applied without it); both carry the
+    digest of ``obj``, the state every later run compares with.
 
     Why not :meth:`KubeClient.apply` alone: it calls an apply "unchanged" when the resourceVersion did not
     move, but a controller writing *status* between its read and its patch (an HPA every sync, a Deployment
-    scaling) moves it too, so a no-op re-apply is reported "configured". Here the decision compares the
-    object without status and bookkeeping before and after the apply.
+    scaling) moves it too, so a no-op re-apply is reported "configured". After a real apply the decision
+    here compares the object without status and bookkeeping before and after.
     """
     meta = obj.get("metadata") or {}
     api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
     namespace = meta.get("namespace")
+    digest = desired_digest(obj)
     current = client.get(api_version, kind, name, namespace)
     if current is None:
         try:
-            return client.create(obj), "created"
+            return client.create(stamped(create_body or obj, digest)), "created"
         except ApiError as exc:
             if not exc.conflict:
                 raise
             current = client.get(api_version, kind, name, namespace) or {}
-    applied = client.patch(api_version, kind, name, namespace, dict(obj), patch_type="apply")
+    if is_unchanged(obj, current):
+        return current, "unchanged"
+    applied = client.patch(api_version, kind, name, namespace, stamped(obj, digest), patch_type="apply")
     return applied, "unchanged" if _desired_view(current) == _desired_view(applied) else "configured"
 
 
@@ -197,6 +213,54 @@ def prune(
         return False
     uid = (current.get("metadata") or {}).get("uid")
     return client.delete(api_version, kind, name, namespace, propagation="Background", uid=uid)
+
+
+def watch_versions(client: KubeClient, obj: Mapping[str, Any], seconds: float) -> Iterator[dict[str, Any]]:
+    """Each new version of ``obj`` (a watch on its name from its resourceVersion) for up to ``seconds``.
+
+    For a short wait in the worker, where a deferral would cost more than the wait: the iteration simply
+    ends when time is up, the watch is cut or the resourceVersion is too old (410), and the caller defers
+    to the trigger, which handles every such case. Errors other than "no answer" propagate.
+    """
+    meta = obj.get("metadata") or {}
+    res = resource_of(obj)
+    deadline = time.monotonic() + seconds
+    remaining = seconds
+    query = [
+        ("watch", "true"),
+        ("fieldSelector", f"metadata.name={meta.get('name')}"),
+        ("resourceVersion", str(meta.get("resourceVersion") or "")),
+        ("timeoutSeconds", str(max(1, int(remaining + 0.999)))),
+    ]
+    path = res.collection_path(meta.get("namespace") or client.namespace)
+    arguments = call_api_arguments(
+        path, "GET", query=query, body=None, content_type="application/json", timeout=remaining + 5
+    )
+    try:
+        response = client.api_client.call_api(**arguments)
+    except Exception as exc:  # no answer or an error status: the trigger will wait instead
+        if type(exc).__module__.startswith(("urllib3", "ssl", "socket", "kubernetes")):
+            return
+        raise
+    try:
+        buffer = b""
+        for chunk in response.stream(amt=64 * 1024, decode_content=True):
+            buffer += chunk
+            while b"\n" in buffer:
+                line, buffer = buffer.split(b"\n", 1)
+                if not line.strip():
+                    continue
+                event = json.loads(line)
+                if event.get("type") not in ("ADDED", "MODIFIED"):
+                    return  # DELETED, ERROR (410 Gone), BOOKMARK: the trigger takes over
+                yield dict(event.get("object") or {})
+            if time.monotonic() >= deadline:
+                return
+    except Exception as exc:  # the stream was cut: defer
+        if not type(exc).__module__.startswith(("urllib3", "ssl", "socket", "http")):
+            raise
+    finally:
+        response.release_conn()
 
 
 def describe_body(text: str, limit: int = 300) -> str:

@@ -29,6 +29,7 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_k8s_ml.kube.resources import Resource, pod_label_key, resource_for
 from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.triggers.deadlines import (
     Deadlines,
     Expiry,
@@ -239,6 +240,7 @@ class _Waiter:
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
         self.warned_pods = False
+        self.rollout: RolloutProgress | None = None  # the counts last logged (Deployment waits only)
 
     def sleep_for(self, now: float) -> float:
         """Until the next deadline, or the heartbeat; short while the watches are still listing."""
@@ -270,6 +272,10 @@ class _Waiter:
             return self.t._event("error", classify(obj, self.t.kind), message)
         self.t._seen_uid = _uid(obj)
         state = classify(obj, self.t.kind)
+        if self.t.kind == "Deployment":  # rollout progress: one line per change of the replica counts
+            self.rollout, line = progress_line(obj, self.rollout)
+            if line is not None:
+                self.t.log.info("%s", line)
         pods = await self._pods(obj)
         if pods is None:
             return None

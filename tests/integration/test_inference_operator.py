@@ -71,6 +71,7 @@ def make(namespace: str, model_uri: str, **overrides: Any) -> InferenceDeploymen
         "expected_response": {"model_uri": model_uri, "step": 1},
         "rollout_timeout": 60,
         "smoke_timeout": 20,
+        "defer_after": 0,  # these scenarios exercise the deferred wait (the trigger) and its rollbacks
     }
     return InferenceDeploymentOperator(**{**args, **overrides})
 

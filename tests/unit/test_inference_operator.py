@@ -197,3 +197,14 @@ def test_env_from_secrets_is_the_deprecated_name_of_env_from() -> None:
     with pytest.raises(ValidationError) as info:
         _operator(env_from=["a"], env_from_secrets=["b"])
     assert info.value.field == "env_from_secrets"
+
+
+def test_defer_after_is_seconds_zero_allowed_and_never_longer_than_the_rollout_budget() -> None:
+    from datetime import timedelta
+
+    assert _operator().defer_after == 30.0
+    assert _operator(defer_after=0).defer_after == 0.0
+    assert _operator(defer_after=timedelta(seconds=5)).defer_after == 5.0
+    assert _operator(defer_after=30, rollout_timeout=4)._worker_wait() == 4.0
+    with pytest.raises(ValidationError, match="defer_after"):
+        _operator(defer_after=-1)

@@ -86,10 +86,11 @@ def test_deployment():
         "failureThreshold": 3,
     }
     assert container["livenessProbe"]["httpGet"]["path"] == "/live"
+    # Startup on the readiness path every second: Ready within a second of the model being loaded.
     assert container["startupProbe"] == {
-        "httpGet": {"path": "/live", "port": "http"},
-        "periodSeconds": 10,
-        "failureThreshold": 30,
+        "httpGet": {"path": "/ready", "port": "http"},
+        "periodSeconds": 1,
+        "failureThreshold": 300,
     }
     assert template["spec"]["securityContext"]["runAsNonRoot"] is True
     assert roundtrip(dep, "V1Deployment") == dep
@@ -299,3 +300,23 @@ def test_inference_names_must_be_dns1035_because_the_service_shares_them(name):
     with pytest.raises(ValidationError) as info:
         build_inference_objects(InferenceSpec(pod=POD, model_uri=URI), name, "serving")
     assert info.value.field == "name"
+
+
+def test_startup_probe_can_be_left_out_and_keeps_the_readiness_path_without_liveness():
+    spec = full_spec(liveness_path=None, startup_timeout_seconds=None)
+    container = build_deployment(spec, "llama", "serving")["spec"]["template"]["spec"]["containers"][0]
+    assert "startupProbe" not in container and "livenessProbe" not in container
+    default = InferenceSpec(pod=POD, model_uri=URI, readiness_path="/readyz")
+    probes = default.probes()
+    assert probes["startupProbe"]["httpGet"]["path"] == "/readyz"
+    assert probes["startupProbe"]["periodSeconds"] == 1 and probes["startupProbe"]["failureThreshold"] == 600
+
+
+def test_only_the_deployment_names_the_model():
+    """Service, HPA, PDB and NetworkPolicy do not depend on the model: a new one must not relabel them."""
+    objects = build_inference_objects(full_spec(), "llama", "serving", KEY.task_instance_labels())
+    for obj in objects:
+        labels, annotations = obj["metadata"]["labels"], obj["metadata"].get("annotations") or {}
+        named = MODEL_URI_LABEL in labels or MODEL_URI_LABEL in annotations
+        assert named == (obj["kind"] == "Deployment"), obj["kind"]
+        assert labels[SELECTOR_LABEL] == "llama"
