@@ -172,6 +172,8 @@ def main(output: Path) -> int:
         prepare_cluster(services)
         print("demo: seeding a base model and input batches")
         seed(services, output / "seed.log")
+        # A fresh Airflow home too: an earlier run's database would carry its DAG runs and schedule.
+        shutil.rmtree(output / "airflow-home", ignore_errors=True)
         stack = AirflowStack(stack_settings(output / "airflow-home", services))
         print(
             f"demo: starting Airflow's api-server, scheduler, dag-processor and triggerer on {stack.url} "
