@@ -14,7 +14,10 @@ from typing import Any
 
 from airflow_k8s_ml.status import WorkloadState
 
-__all__ = ["event_report", "result_payload"]
+__all__ = ["OUTCOME_KEY", "event_report", "outcome_record", "result_payload"]
+
+#: The ``task_state_store`` key of a failed attempt's outcome (read by the UI's Training tab).
+OUTCOME_KEY = "airflow_k8s_ml.outcome"
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -50,6 +53,27 @@ def result_payload(
         "duration_seconds": duration,
         "attempts": attempts,
         "resumed_from": resumed_from,
+    }
+
+
+def outcome_record(
+    attempt: int, outcome: str, state: WorkloadState, deadline_phase: str | None, at: float
+) -> dict[str, Any]:
+    """What a failed attempt leaves in ``task_state_store`` for the UI: the outcome, the workload's final
+    state (phase, reason, the controller's message) and the deadline that ran out.
+
+    Not the event's message: that carries the failed pod's last log line, and the tab is readable by users
+    who may not read the task logs.
+    """
+    payload = state.to_payload()
+    return {
+        "attempt": attempt,
+        "outcome": outcome,
+        "phase": payload.get("phase"),
+        "reason": payload.get("reason") or "",
+        "message": payload.get("message") or "",
+        "deadline_phase": deadline_phase,
+        "at": at,
     }
 
 

@@ -120,9 +120,11 @@ class _WorkloadOperator(BaseOperator):
     api_version: ClassVar[str]
     #: Pod arguments that ``manifest=`` replaces (set either, not both).
     pod_fields: ClassVar[tuple[str, ...]] = ()
+    # ``aws_conn_id`` is templated so its value lands in the rendered fields, where the UI's Training tab
+    # finds the connection to read this task's checkpoints with.
     template_fields: Sequence[str] = (
         "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
-        "admission_timeout", "startup_timeout", "run_timeout",
+        "admission_timeout", "startup_timeout", "run_timeout", "aws_conn_id",
     )
     ui_color = "#dbe9f6"
 
@@ -511,6 +513,7 @@ class _WorkloadOperator(BaseOperator):
         self._record = record
         client = self._client(record.namespace)
         if event.outcome != "succeeded":
+            self._remember_outcome(context, record, event)
             delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
             raise_for_event(client, record, event, self.log, delete=delete, lines=self.log_lines)
         state = settled_state(client, record, event.workload_state)
@@ -523,6 +526,17 @@ class _WorkloadOperator(BaseOperator):
                 "deleted %s %s/%s (on_finish=%s)", record.kind, record.namespace, record.name, self.on_finish
             )
         return result
+
+    def _remember_outcome(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> None:
+        """Leave how the attempt ended in ``task_state_store`` (the Training tab shows where it stopped)."""
+        from airflow_k8s_ml.operators._outcome import OUTCOME_KEY, outcome_record
+
+        store = context.get("task_state_store")
+        if store is not None:
+            outcome = outcome_record(
+                record.attempt, event.outcome, event.workload_state, event.deadline_phase, time.time()
+            )
+            store.set(OUTCOME_KEY, outcome)
 
     def on_kill(self) -> None:
         """A user killed the task while it ran in a worker (sync mode, or between submit and defer): delete

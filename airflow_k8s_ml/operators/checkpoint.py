@@ -16,6 +16,7 @@ from airflow.sdk import BaseOperator
 from airflow_k8s_ml.checkpoints.integrity import check_mode
 from airflow_k8s_ml.checkpoints.rules import parse_rules
 from airflow_k8s_ml.checkpoints.uri import parse_uri
+from airflow_k8s_ml.operators.links import ApprovedCheckpointLink
 
 
 def _templated(value: Any) -> bool:
@@ -38,6 +39,7 @@ class CheckpointCheckOperator(BaseOperator):
 
     template_fields: Sequence[str] = ("base_uri", "metric_rules")
     ui_color = "#e8f4e8"
+    operator_extra_links = (ApprovedCheckpointLink(),)
 
     def __init__(
         self,

@@ -40,6 +40,7 @@ from airflow_k8s_ml.operators._serving import (
     run_key,
 )
 from airflow_k8s_ml.operators._smoke import validate_smoke_args
+from airflow_k8s_ml.operators.links import InferenceServiceLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -130,6 +131,7 @@ class InferenceDeploymentOperator(BaseOperator):
         "expected_response",
     )
     ui_color = "#e3f0e8"
+    operator_extra_links = (InferenceServiceLink(),)
 
     def __init__(
         self,

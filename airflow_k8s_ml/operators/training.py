@@ -22,6 +22,7 @@ from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
 from airflow_k8s_ml.operators._args import PLACEHOLDER, POD_ARGUMENTS, argument_names, substitute_resume
 from airflow_k8s_ml.operators._workload import Placement, _WorkloadOperator, inject_env, parse_time_key
+from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.manifests.pod import PodTemplate
@@ -66,6 +67,7 @@ class _TrainingOperator(_WorkloadOperator):
 
     pod_fields = (*POD_ARGUMENTS, "pod_options")
     template_fields: Sequence[str] = (*_WorkloadOperator.template_fields, "image", "command", "args", "env")
+    operator_extra_links = (ClusterDashboardLink(),)
 
     def __init__(
         self,

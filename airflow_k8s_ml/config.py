@@ -1,0 +1,157 @@
+"""The provider's ``[airflow_k8s_ml]`` configuration options, declared once.
+
+Why one table: the same declaration feeds ``get_provider_info()["config"]`` (so ``airflow config list`` and
+the UI's configuration page show every option with its default and description) and the typed getters below
+(so a reader never repeats a default). Values come from Airflow's configuration (``airflow.cfg`` or
+``AIRFLOW__AIRFLOW_K8S_ML__<OPTION>``); without Airflow's config loaded the declared default applies.
+
+Import-light: Airflow's ``conf`` is imported inside :func:`get`, never at module import.
+"""
+
+from __future__ import annotations
+
+from typing import Any, NamedTuple
+
+__all__ = ["OPTIONS", "SECTION", "Option", "get", "get_bool", "get_float", "get_int", "provider_config"]
+
+SECTION = "airflow_k8s_ml"
+
+
+class Option(NamedTuple):
+    """One option as the provider-info schema describes it (``default`` is always text, as in airflow.cfg)."""
+
+    description: str
+    type: str  # string | boolean | integer | float
+    default: str
+    example: str | None = None
+    version_added: str = "0.1.0"
+
+
+OPTIONS: dict[str, Option] = {
+    "dashboard_url_template": Option(
+        "URL of a cluster dashboard or log system for a training workload, shown as the 'Cluster dashboard' "
+        "extra link on FineTuneJobOperator and PyTorchJobOperator. ``{namespace}``, ``{name}`` (the "
+        "workload), ``{kind}`` and ``{uid}`` are replaced, URL-quoted. Empty: the link is hidden.",
+        "string",
+        "",
+        "https://grafana.example.com/d/k8s-workload?var-namespace={namespace}&var-workload={name}",
+    ),
+    "service_proxy_url": Option(
+        "Base URL of the 'Inference service' extra link, prefixed to the Service's API-server proxy path "
+        "(``/api/v1/namespaces/<ns>/services/<name>:http/proxy/``). Empty: the API server of the task's "
+        "``kubernetes_conn_id``. Set it to ``kubectl proxy``'s address or an authenticating gateway, since a "
+        "browser holds no cluster credentials.",
+        "string",
+        "",
+        "http://127.0.0.1:8001",
+    ),
+    "api_unreachable_timeout": Option(
+        "Seconds a waiting trigger keeps retrying while the Kubernetes API server is unreachable before it "
+        "fails the task (a short control-plane outage must not fail a night of training).",
+        "integer",
+        "900",
+        "1800",
+    ),
+    "poll_interval": Option(
+        "Seconds between status reads when a wait polls (``deferrable=False``, or a cluster that refuses "
+        "watches); the operators' ``poll_interval`` default.",
+        "float",
+        "30",
+    ),
+    "failure_log_lines": Option(
+        "Last log lines per failed pod copied into the task log on failure (the operators' ``log_lines``).",
+        "integer",
+        "50",
+    ),
+    "log_relay_max_line": Option(
+        "Characters of one relayed pod log line kept in the task log while deferred (longer lines are cut).",
+        "integer",
+        "500",
+    ),
+    "log_relay_drain_seconds": Option(
+        "Seconds the log relay waits for finished containers' last lines before the trigger reports.",
+        "float",
+        "1.0",
+    ),
+    "trigger_heartbeat_seconds": Option(
+        "A waiting trigger re-evaluates its workload at least this often even when the watch is quiet.",
+        "float",
+        "60",
+    ),
+    "trigger_refetch_seconds": Option(
+        "How often a trigger re-reads a workload its watch does not show yet.",
+        "float",
+        "5",
+    ),
+    "watch_timeout_seconds": Option(
+        "Server-side ``timeoutSeconds`` of one watch request (jittered up to twice this, as client-go does); "
+        "the watch then resumes from the last resourceVersion.",
+        "integer",
+        "300",
+    ),
+    "watch_inactivity_grace_seconds": Option(
+        "Added to the watch timeout for the client-side read timeout, so a silently dead connection is "
+        "noticed.",
+        "float",
+        "30",
+    ),
+    "deadline_delete_wait_seconds": Option(
+        "After a deadline expires, how long the task waits for the Foreground deletion of the workload "
+        "(pods gone, GPUs free) before failing anyway.",
+        "float",
+        "60",
+    ),
+    "ui_s3_max_workers": Option(
+        "Parallel manifest reads of the Training tab (one listing plus one GET per new checkpoint).",
+        "integer",
+        "10",
+    ),
+    "ui_live_status": Option(
+        "Whether the Training tab reads a running workload's live state and phase from Kubernetes (through "
+        "the task's ``kubernetes_conn_id``); off: it shows what Airflow recorded.",
+        "boolean",
+        "True",
+    ),
+}
+
+
+def provider_config() -> dict[str, Any]:
+    """The ``config`` section of ``get_provider_info()`` (Airflow's provider_info.schema.json shape)."""
+    return {
+        SECTION: {
+            "description": "Options of the airflow-k8s-ml provider (training, waiting, the UI plugin).",
+            "options": {
+                name: {
+                    "description": option.description,
+                    "version_added": option.version_added,
+                    "type": option.type,
+                    "example": option.example,
+                    "default": option.default,
+                }
+                for name, option in OPTIONS.items()
+            },
+        }
+    }
+
+
+def get(name: str) -> str:
+    """The option's value as text: Airflow's configuration, else the declared default."""
+    default = OPTIONS[name].default
+    try:
+        from airflow.configuration import conf
+    except ImportError:  # pragma: no cover - Airflow is a dependency; tools may run without its config
+        return default
+    value = conf.get(SECTION, name, fallback=default)
+    return default if value is None else str(value)
+
+
+def get_int(name: str) -> int:
+    return int(get(name).strip() or OPTIONS[name].default)
+
+
+def get_float(name: str) -> float:
+    return float(get(name).strip() or OPTIONS[name].default)
+
+
+def get_bool(name: str) -> bool:
+    return get(name).strip().lower() in ("1", "true", "yes", "on")

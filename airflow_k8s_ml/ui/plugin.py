@@ -1,0 +1,101 @@
+"""``AirflowK8sMLPlugin``: the Training tab (an external view on every task instance) and its FastAPI app.
+
+Registered through the ``airflow.plugins`` entry point in ``pyproject.toml`` - the group Airflow 3.3's
+plugins manager always loads (``_load_entrypoint_plugins``) - and listed under ``plugins`` in
+``get_provider_info`` so ``airflow providers`` shows it. (Airflow also loads providers' ``plugins`` when
+``[core] lazy_discover_providers`` is False; it then skips the second copy by name, with a warning.)
+
+Why this module is tiny: workers load plugins for macros and the dag processor for timetables, so it is
+imported far from the api-server. The FastAPI app (FastAPI itself costs ~0.6 s to import) is built only when
+``fastapi_apps`` is read, which only the api-server does.
+
+The tab's URL uses the placeholders the UI fills for ``destination="task_instance"`` views
+(``{DAG_ID}``, ``{RUN_ID}``, ``{TASK_ID}``, ``{MAP_INDEX}``, URL-encoded); the UI shows it in an iframe
+sandboxed to ``allow-forms``, so the page is static HTML with inline SVG. It appears on every task instance;
+the page of a task that is not a training task says so.
+"""
+
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+from airflow.plugins_manager import AirflowPlugin
+
+__all__ = ["NAME", "TAB_PATH", "URL_PREFIX", "AirflowK8sMLPlugin", "checkpoint_path", "training_path"]
+
+NAME = "airflow_k8s_ml"
+#: Where the api-server mounts the plugin's app (not one of Airflow's reserved prefixes).
+URL_PREFIX = "/airflow-k8s-ml"
+TAB_PATH = "/training"
+_TAB_QUERY = "dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}&map_index={MAP_INDEX}"
+
+
+def _root() -> str:
+    """The api-server's root path (``[api] base_url``'s path, "" at the root), so links survive a prefix."""
+    from urllib.parse import urlsplit
+
+    from airflow.configuration import conf
+
+    return urlsplit(conf.get("api", "base_url", fallback="") or "").path.rstrip("/")
+
+
+def training_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """The Training tab's page of one task instance (URL-quoted), relative to the api-server's host."""
+    from urllib.parse import urlencode
+
+    query = urlencode({"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index})
+    return f"{_root()}{URL_PREFIX}{TAB_PATH}?{query}"
+
+
+def checkpoint_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
+    """The approved-checkpoint page of a CheckpointCheckOperator task instance."""
+    from urllib.parse import urlencode
+
+    query = urlencode({"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index})
+    return f"{_root()}{URL_PREFIX}/checkpoint?{query}"
+
+
+class _BuiltOnce:
+    """A class attribute computed on first read, for the class and its instances alike.
+
+    (Airflow reads ``fastapi_apps`` from an instance for entry-point plugins and from the class for
+    providers' plugins, so a ``property`` would not do.)
+    """
+
+    def __init__(self, build: Any) -> None:
+        self.build = build
+        self.value: Any = None
+        self.lock = threading.Lock()
+
+    def __get__(self, instance: object, owner: type | None = None) -> Any:
+        with self.lock:
+            if self.value is None:
+                self.value = self.build()
+            return self.value
+
+
+def _fastapi_apps() -> list[dict[str, Any]]:
+    from airflow_k8s_ml.ui.app import create_app
+
+    return [{"app": create_app(), "url_prefix": URL_PREFIX, "name": "airflow-k8s-ml training"}]
+
+
+def _external_views() -> list[dict[str, Any]]:
+    return [
+        {
+            "name": "Training",
+            "href": f"{_root()}{URL_PREFIX}{TAB_PATH}?{_TAB_QUERY}",
+            "destination": "task_instance",
+            "url_route": "airflow-k8s-ml-training",
+            "category": "airflow-k8s-ml",
+        }
+    ]
+
+
+class AirflowK8sMLPlugin(AirflowPlugin):
+    """The provider's UI: a Training tab on task instances, served by the plugin's FastAPI app."""
+
+    name = NAME
+    fastapi_apps = _BuiltOnce(_fastapi_apps)  # type: ignore[assignment]
+    external_views = _BuiltOnce(_external_views)  # type: ignore[assignment]
