@@ -103,15 +103,78 @@ with DAG(
     tags=["ml", "kubernetes"],
     doc_md=DOC,
     params={
-        "mode": Param("job", enum=["job", "pytorchjob"], description="batch/v1 Job or Kubeflow PyTorchJob"),
-        "workers": Param(1, type="integer", minimum=1, maximum=16, description="PyTorchJob workers"),
-        "epochs": Param(5, type="integer", minimum=1, maximum=100),
-        "max_train_samples": Param(1200, type="integer", minimum=100),
-        "accuracy_threshold": Param(0.85, type="number", minimum=0, maximum=1),
-        "deploy": Param(True, type="boolean", description="deploy the gated model"),
-        "admission_timeout_minutes": Param(30, type="integer", minimum=1),
-        "startup_timeout_minutes": Param(15, type="integer", minimum=1),
-        "run_timeout_minutes": Param(120, type="integer", minimum=1),
+        # A `type` without "null" makes the trigger form require a value; `enum` refuses an empty one.
+        "mode": Param(
+            "job",
+            type="string",
+            enum=["job", "pytorchjob"],
+            title="Training mode",
+            description="How to run the fine-tune: job = one batch/v1 Job (one pod); "
+            "pytorchjob = a Kubeflow PyTorchJob with a master and `workers` workers (DDP). Required.",
+        ),
+        "workers": Param(
+            1,
+            type="integer",
+            minimum=1,
+            maximum=16,
+            title="PyTorchJob workers",
+            description="Worker replicas besides the master, in pods (1-16); "
+            "used only when mode is pytorchjob.",
+        ),
+        "epochs": Param(
+            5,
+            type="integer",
+            minimum=1,
+            maximum=100,
+            title="Epochs",
+            description="Training epochs, in full passes over the training set (1-100); "
+            "one checkpoint is committed per epoch.",
+        ),
+        "max_train_samples": Param(
+            1200,
+            type="integer",
+            minimum=100,
+            title="Training samples",
+            description="Most training examples to use, in samples (at least 100).",
+        ),
+        "accuracy_threshold": Param(
+            0.85,
+            type="number",
+            minimum=0,
+            maximum=1,
+            title="Accuracy gate",
+            description="Lowest val_accuracy the checkpoint gate accepts, as a fraction from 0 to 1 "
+            "(0.85 = 85 %).",
+        ),
+        "deploy": Param(
+            True,
+            type="boolean",
+            title="Deploy the model",
+            description="Deploy the gated model and start batch scoring (true/false); "
+            "off: the run ends after the gate.",
+        ),
+        "admission_timeout_minutes": Param(
+            30,
+            type="integer",
+            minimum=1,
+            title="Admission deadline",
+            description="Longest wait for the cluster to admit and schedule the training pods "
+            "(queued, no GPU free), in minutes.",
+        ),
+        "startup_timeout_minutes": Param(
+            15,
+            type="integer",
+            minimum=1,
+            title="Start-up deadline",
+            description="Longest time from scheduled to running (image pull, init containers), in minutes.",
+        ),
+        "run_timeout_minutes": Param(
+            120,
+            type="integer",
+            minimum=1,
+            title="Run deadline",
+            description="Longest training time once the first pod runs, in minutes.",
+        ),
     },
 ) as dag:
     choose = BranchPythonOperator(

@@ -1,6 +1,10 @@
 """The import rule that keeps DAG parsing cheap, checked in a fresh interpreter: importing the package, its
 operators and sensors, and building a DAG with the training operators and the sensor, must not import the
-Kubernetes clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers)."""
+Kubernetes clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers).
+
+The UI plugin is imported by every Airflow process that loads plugins (workers, the dag processor), so the
+plugin module, the extra links and the provider metadata obey the same rule, and none of them may pull in
+FastAPI or the plugin's app (those load in the api-server only)."""
 
 from __future__ import annotations
 
@@ -8,6 +12,8 @@ import subprocess
 import sys
 
 HEAVY = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
+#: What only the api-server may load: the plugin's FastAPI app and what it reads with.
+UI_ONLY = ("fastapi", "airflow_k8s_ml.ui.app", "airflow_k8s_ml.ui.facts", "airflow_k8s_ml.ui.history")
 
 BUILD_DAG = """
 import sys
@@ -82,3 +88,39 @@ def test_parse_time_checks_do_not_import_the_typed_spec_modules() -> None:
     assert "airflow_k8s_ml.manifests.pod_rules" in loaded  # the check did run
     spec_modules = {f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "naming")}
     assert loaded & spec_modules == set()
+
+
+PLUGIN_AND_LINKS = """
+import sys
+from datetime import datetime
+
+from airflow.sdk import DAG
+from airflow_k8s_ml.operators import CheckpointCheckOperator, FineTuneJobOperator, InferenceDeploymentOperator
+from airflow_k8s_ml.operators.links import ApprovedCheckpointLink, ClusterDashboardLink, InferenceServiceLink
+from airflow_k8s_ml.provider import get_provider_info
+from airflow_k8s_ml.ui.plugin import AirflowK8sMLPlugin
+
+get_provider_info()
+AirflowK8sMLPlugin().external_views
+with DAG("rule", schedule=None, start_date=datetime(2024, 1, 1)):
+    FineTuneJobOperator(task_id="ft", image="trainer:1", checkpoint_uri="s3://models/ft")
+    CheckpointCheckOperator(task_id="gate", base_uri="s3://models/ft", metric_rules={"loss": "< 1"})
+    InferenceDeploymentOperator(task_id="deploy", name="m", model_uri="s3://models/ft/step-1/", image="s:1")
+print(",".join(sorted(name for name in (*HEAVY, *UI_ONLY) if name in sys.modules)))
+"""
+
+
+def test_plugin_links_and_provider_info_import_nothing_heavy() -> None:
+    code = f"UI_ONLY = {UI_ONLY!r}\n" + PLUGIN_AND_LINKS
+    assert heavy_modules_after(code) == ""
+
+
+def test_parsing_the_nightly_dag_loads_nothing_of_the_ui() -> None:
+    from pathlib import Path
+
+    dag_file = Path(__file__).resolve().parents[2] / "dags" / "nightly_finetune.py"
+    code = (
+        f"UI_ONLY = {UI_ONLY!r}\nimport runpy, sys\nrunpy.run_path({str(dag_file)!r})\n"
+        "print(','.join(sorted(n for n in (*HEAVY, *UI_ONLY) if n in sys.modules)))\n"
+    )
+    assert heavy_modules_after(code) == ""
