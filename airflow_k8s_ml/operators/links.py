@@ -20,7 +20,13 @@ if TYPE_CHECKING:
     from airflow.sdk import BaseOperator
     from airflow.sdk.types import TaskInstanceKey
 
-__all__ = ["ApprovedCheckpointLink", "ClusterDashboardLink", "InferenceServiceLink", "dashboard_url"]
+__all__ = [
+    "ApprovedCheckpointLink",
+    "ClusterDashboardLink",
+    "InferenceServiceLink",
+    "dashboard_url",
+    "service_url",
+]
 
 
 def _result(ti_key: TaskInstanceKey) -> Any:
@@ -94,10 +100,18 @@ class InferenceServiceLink(BaseOperatorLink):
             return ""
         from airflow_k8s_ml import config
 
-        base = config.get("service_proxy_url").strip() or _api_server(
-            getattr(operator, "kubernetes_conn_id", None)
-        )
-        return f"{base.rstrip('/')}{deployed['service_url']}" if base else ""
+        base = config.get("service_proxy_url").strip()
+        if not base:
+            base = _api_server(getattr(operator, "kubernetes_conn_id", None))
+        return service_url(base, deployed)
+
+
+def service_url(base: str, deployed: Mapping[str, Any]) -> str:
+    """The deploy XCom's ``service_url`` (an API-server proxy path) under ``base``; "" without either."""
+    path = deployed.get("service_url")
+    if not base or not isinstance(path, str) or not path.startswith("/"):
+        return ""
+    return f"{base.rstrip('/')}{path}"
 
 
 def _api_server(conn_id: str | None) -> str:

@@ -77,7 +77,8 @@ def _read_history(services: _Services, facts: TaskFacts) -> tuple[History | None
 def _live(facts: TaskFacts) -> LiveStatus | None:
     """The live status of a deferred workload, when enabled and the trigger's kwargs name it."""
     trigger, record = facts.trigger, facts.record or {}
-    if not trigger or not config.get_bool("ui_live_status") or not record.get("name"):
+    waiting = facts.state in ("deferred", "running", "queued", "scheduled")
+    if not waiting or not trigger or not config.get_bool("ui_live_status") or not record.get("name"):
         return None
     from airflow_k8s_ml.ui.live import read_live
 

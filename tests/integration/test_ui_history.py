@@ -106,7 +106,7 @@ def test_s3_corrupt_checkpoint_is_shown_with_its_problem(local_s3: LocalS3, s3_b
 
 
 def test_s3_history_reads_through_the_airflow_connection(local_s3: LocalS3, s3_bucket: str) -> None:
-    """No client given: the reader builds one from ``aws_default`` (AIRFLOW_CONN_AWS_DEFAULT), like the gate."""
+    """No client given: the reader builds one from ``aws_default`` (the env connection), like the gate."""
     base = f"s3://{s3_bucket}/run3"
     _commit(CheckpointWriter(base), range(1, 3))
     history = HistoryReader().read(base, "aws_default")

@@ -104,8 +104,8 @@ def test_airflow_reads_the_config_defaults_and_overrides(tmp_path: Path) -> None
     code = (
         "from airflow.configuration import conf\n"
         "from airflow_k8s_ml import config\n"
-        "print(conf.get('airflow_k8s_ml', 'api_unreachable_timeout'), config.get_int('watch_timeout_seconds'),"
-        " repr(config.get('dashboard_url_template')))\n"
+        "print(conf.get('airflow_k8s_ml', 'api_unreachable_timeout'),"
+        " config.get_int('watch_timeout_seconds'), repr(config.get('dashboard_url_template')))\n"
     )
     env = {
         "AIRFLOW_HOME": str(tmp_path),
