@@ -5,6 +5,10 @@ the UI's configuration page show every option with its default and description) 
 (so a reader never repeats a default). Values come from Airflow's configuration (``airflow.cfg`` or
 ``AIRFLOW__AIRFLOW_K8S_ML__<OPTION>``); without Airflow's config loaded the declared default applies.
 
+Some options declare, with their current values, constants that the operator, trigger, watch and log-relay
+modules do not read from here yet (see docs/ui.md); each such module switches to :func:`get_float` /
+:func:`get_int` on its own schedule.
+
 Import-light: Airflow's ``conf`` is imported inside :func:`get`, never at module import.
 """
 
@@ -46,11 +50,12 @@ OPTIONS: dict[str, Option] = {
         "http://127.0.0.1:8001",
     ),
     "api_unreachable_timeout": Option(
-        "Seconds a waiting trigger keeps retrying while the Kubernetes API server is unreachable before it "
-        "fails the task (a short control-plane outage must not fail a night of training).",
-        "integer",
+        "Seconds a deferred wait tolerates an unreachable Kubernetes API server (no connection, or "
+        "502/503/504) before it fails naming the endpoint and the last error; the retry adopts the workload "
+        "if it still runs.",
+        "float",
         "900",
-        "1800",
+        "300",
     ),
     "poll_interval": Option(
         "Seconds between status reads when a wait polls (``deferrable=False``, or a cluster that refuses "
