@@ -203,9 +203,9 @@ def server(
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_USERS": f"admin:admin,{OUTSIDER}:viewer",
             "AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_PASSWORDS_FILE": str(home / "passwords.json"),
             "AIRFLOW__API_AUTH__JWT_SECRET": "ui-tab-test-secret",
-            # The auth manager's folder only: the repository root holds a setuptools *.egg-info that would list
-        # the plugin's entry point a second time.
-        "PYTHONPATH": str(ROOT / "tests" / "integration"),
+            # Only the auth manager's folder: the repository root holds a setuptools *.egg-info that
+            # would list the plugin's entry point a second time.
+            "PYTHONPATH": str(ROOT / "tests" / "integration"),
             "PATH": f"{Path(sys.executable).parent}:{os.environ.get('PATH', '/usr/bin:/bin')}",
         },
     )
