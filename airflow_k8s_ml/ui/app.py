@@ -65,10 +65,12 @@ def _read_history(services: _Services, facts: TaskFacts) -> tuple[History | None
     uri = facts.rendered.get("checkpoint_uri")
     if not isinstance(uri, str) or not uri.strip():
         return None, "No checkpoint_uri recorded for this task (rendered fields missing): nothing to chart."
-    conn = facts.rendered.get("aws_conn_id")
-    conn_id = conn if isinstance(conn, str) and conn.strip() and conn != "None" else None
+    # The task's own connection; ``None`` (boto3's default credential chain) stays None. A task rendered
+    # before ``aws_conn_id`` became a template field has no entry: the operators' default then applies.
+    conn = facts.rendered.get("aws_conn_id", "aws_default")
+    conn_id = conn.strip() if isinstance(conn, str) and conn.strip() not in ("", "None") else None
     try:
-        return services.reader.read(uri.strip(), conn_id if conn_id is not None else "aws_default"), None
+        return services.reader.read(uri.strip(), conn_id), None
     except Exception as exc:
         log.warning("Training tab: reading checkpoints under %s failed: %s", uri, exc)
         return None, f"Could not read the checkpoints under {uri}: {exc}"

@@ -237,7 +237,11 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
         if since is not None:
             out.append(Deadline(name, seconds, since + seconds - now, f"{phase} since {_iso(since)}"))
         else:
-            note = "current phase, start unknown" if live is None else f"not in {phase}"
+            note = (
+                f"counts from the {phase} phase's start (unknown without a live read)"
+                if live is None
+                else (f"not in {phase} now")
+            )
             out.append(Deadline(name, seconds, None, note))
     overall = deadlines.overall_deadline(started) if started else None
     if overall is not None:
