@@ -202,7 +202,14 @@ def _workload_seconds(kubeconfig: Path, result: dict[str, Any]) -> float:
 def collect(rest: AirflowRest, dag_id: str, run_id: str, services: Any) -> dict[str, Any]:
     summary = _airflow_rows(rest, dag_id, run_id)
     xcoms = summary["xcoms"]
-    training = next((v for k, v in xcoms.items() if k.startswith("fine_tune") and isinstance(v, dict)), None)
+    training_task = next(
+        (k for k, v in xcoms.items() if k.startswith("fine_tune") and isinstance(v, dict)), None
+    )
+    training = xcoms.get(training_task) if training_task else None
+    if training_task:
+        from airflow_k8s_ml.ui.plugin import training_path
+
+        summary["training_tab"] = training_path(dag_id, run_id, training_task, root=rest.base_url)
     gate = xcoms.get("checkpoint_gate")
     deploy = xcoms.get("deploy_model")
     batch = xcoms.get("batch_inference")
@@ -262,6 +269,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{_phase(training.get('state'))} in {float(training.get('duration_seconds') or 0):.1f}s "
             f"(attempts {training.get('attempts')}, resumed from {training.get('resumed_from')})"
         )
+    if summary.get("training_tab"):
+        lines.append(f"training curve in the Airflow UI (Training tab): {summary['training_tab']}")
     deploy = summary.get("deploy") or {}
     if deploy:
         lines.append(

@@ -40,12 +40,16 @@ def _root() -> str:
     return urlsplit(conf.get("api", "base_url", fallback="") or "").path.rstrip("/")
 
 
-def training_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
-    """The Training tab's page of one task instance (URL-quoted), relative to the api-server's host."""
+def training_path(
+    dag_id: str, run_id: str, task_id: str, map_index: int = -1, *, root: str | None = None
+) -> str:
+    """The Training tab's page of one task instance (URL-quoted): under ``root`` (an api-server URL) when
+    given, else relative to the api-server's host (``[api] base_url``'s path)."""
     from urllib.parse import urlencode
 
     query = urlencode({"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index})
-    return f"{_root()}{URL_PREFIX}{TAB_PATH}?{query}"
+    prefix = _root() if root is None else root.rstrip("/")
+    return f"{prefix}{URL_PREFIX}{TAB_PATH}?{query}"
 
 
 def checkpoint_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:

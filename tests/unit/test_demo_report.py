@@ -41,3 +41,16 @@ def test_still_deferred_at_the_end_counts_until_the_end() -> None:
     ended = datetime.fromisoformat("2026-12-01T23:45:01+00:00").timestamp()  # e.g. marked failed
     worker, deferred = split_worker_and_triggerer(RECORDED[:6], ended)
     assert (round(worker, 3), round(deferred, 3)) == (1.0, 10.0)
+
+
+def test_the_summary_names_the_training_tab() -> None:
+    from airflow_k8s_ml.demo_report import render
+    from airflow_k8s_ml.ui.plugin import training_path
+
+    url = training_path("nightly_finetune", "manual__2026-12-01T01:30:00+00:00", "fine_tune_job",
+                        root="http://127.0.0.1:8080/")
+    assert url == (
+        "http://127.0.0.1:8080/airflow-k8s-ml/training?dag_id=nightly_finetune"
+        "&run_id=manual__2026-12-01T01%3A30%3A00%2B00%3A00&task_id=fine_tune_job&map_index=-1"
+    )
+    assert f"(Training tab): {url}" in render({"training_tab": url})
