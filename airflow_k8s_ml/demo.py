@@ -57,7 +57,13 @@ def embedded_services(state_dir: Path) -> Iterator[Services]:
     # Each demo starts from scratch: the cluster keeps its objects in its state dir across restarts, but
     # the demo's S3 lives in memory, so an earlier run's cluster state would point at data that is gone.
     shutil.rmtree(state_dir / "cluster", ignore_errors=True)
-    settings = ClusterSettings(state_dir=state_dir / "cluster", capacity=NodeCapacity(cpu="4", memory="16Gi"))
+    # The DAG's pods keep the operators' runAsNonRoot default, and its "image" is this machine's Python:
+    # run as root, the cluster warns about them instead of refusing (docs/local-cluster.md, security).
+    settings = ClusterSettings(
+        state_dir=state_dir / "cluster",
+        capacity=NodeCapacity(cpu="4", memory="16Gi"),
+        run_as_non_root="warn",
+    )
     with LocalS3("127.0.0.1", buckets=(BUCKET,)) as s3, ClusterThread(settings) as cluster:
         yield Services(cluster.kubeconfig_path, s3.endpoint_url, s3.credentials.env(), cluster, s3)
 

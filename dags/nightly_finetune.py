@@ -217,7 +217,7 @@ with DAG(
         command=["python", "-m", "airflow_k8s_ml.workloads.serve"],
         env_from=S3_SECRET,
         requests={"cpu": "250m", "memory": "512Mi"},
-        port=8080,
+        port=8280,  # not 8080: Airflow's own API server listens there on the same machine
         readiness_path="/readyz",
         liveness_path="/healthz",
         autoscaling={"min_replicas": 2, "max_replicas": 4, "target_cpu_utilization": 70},

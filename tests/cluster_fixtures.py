@@ -32,6 +32,9 @@ def fast_settings(state_dir: Path, **overrides: object) -> ClusterSettings:
         probe_time_scale=0.1,
         capacity=NodeCapacity(cpu="8", memory="32Gi", gpus=0),
         images=[ImageRule("forbidden.example/*", allow=False)],
+        # The operators default to runAsNonRoot and the test images to root (run as root, e.g. in CI
+        # containers): warn instead of refusing; tests/integration/test_pod_security.py enforces.
+        run_as_non_root="warn",
     )
     for key, value in overrides.items():
         setattr(settings, key, value)

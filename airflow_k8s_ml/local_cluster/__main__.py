@@ -21,6 +21,17 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory", default="32Gi", help="node memory capacity")
     parser.add_argument("--gpus", type=int, default=0, help="node nvidia.com/gpu capacity")
     parser.add_argument("--no-tls", dest="tls", action="store_false", help="serve plain HTTP (loopback only)")
+    parser.add_argument(
+        "--deny-host-path",
+        action="store_true",
+        help="refuse pods with hostPath volumes (403 at create): a hostPath is the host's own directory",
+    )
+    parser.add_argument(
+        "--run-as-non-root",
+        choices=["enforce", "warn"],
+        default="enforce",
+        help="as root: refuse runAsNonRoot pods whose image runs as root (enforce), or warn and start them",
+    )
 
 
 def options_from(args: argparse.Namespace) -> ServeOptions:
@@ -31,6 +42,8 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
         memory=args.memory,
         gpus=args.gpus,
         tls=args.tls,
+        deny_host_path=args.deny_host_path,
+        run_as_non_root=args.run_as_non_root,
     )
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 from aiohttp import web
 
-from . import errors
+from . import errors, schema
 from .controllers.base import Controller
 from .events import EventRecorder
 from .faults import Faults
@@ -125,6 +125,7 @@ class LocalCluster:
         state = self.settings.state_dir
         reboot_node(self.store, self.settings.node_name, self._pod_event)
         self._seed()
+        schema.warm()
         ssl_ctx = None
         if self.settings.tls:
             self._ca_path, cert, key = ensure_tls(state, self.settings.host)

@@ -34,6 +34,8 @@ class ServeOptions:
     memory: str = "32Gi"
     gpus: int = 0
     tls: bool = True
+    deny_host_path: bool = False
+    run_as_non_root: str = "enforce"
 
     def settings(self) -> ClusterSettings:
         return ClusterSettings(
@@ -41,6 +43,8 @@ class ServeOptions:
             port=self.port,
             tls=self.tls,
             capacity=NodeCapacity(cpu=self.cpu, memory=self.memory, gpus=self.gpus),
+            deny_host_path=self.deny_host_path,
+            run_as_non_root=self.run_as_non_root,
         )
 
     def argv(self) -> list[str]:
@@ -56,7 +60,9 @@ class ServeOptions:
             "--gpus",
             str(self.gpus),
         ]
-        return args + ([] if self.tls else ["--no-tls"])
+        policy = ["--run-as-non-root", self.run_as_non_root]
+        policy += ["--deny-host-path"] if self.deny_host_path else []
+        return args + ([] if self.tls else ["--no-tls"]) + policy
 
 
 def return_freed_memory() -> None:

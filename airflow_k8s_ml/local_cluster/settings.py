@@ -25,6 +25,8 @@ class ImageRule:
     pattern: str
     allow: bool = True
     command_prefix: tuple[str, ...] = ()
+    # The image's numeric USER; None: the user the cluster runs as (see kubelet/identity.py).
+    user: int | None = None
 
 
 @dataclass
@@ -62,6 +64,15 @@ class ClusterSettings:
     bookmark_interval: float = 60.0
     # Probe period multiplier: 1.0 = real periods; tests shrink.
     probe_time_scale: float = 1.0
+    # Containment of a container's processes: "auto" (a cgroup v2 per instance where writable, else
+    # process-tree tracking as a child subreaper), "cgroup" (auto, warning on fallback), "tree".
+    containment: str = "auto"
+    # runAsNonRoot (when the cluster runs as root, images run as root unless their rule or runAsUser says
+    # otherwise): "enforce" refuses as the kubelet does (CreateContainerConfigError); "warn" records the
+    # same message as a Warning event and starts the container anyway (for interpreters only root reaches).
+    run_as_non_root: str = "enforce"
+    # Refuse pods with hostPath volumes at create (`local up --deny-host-path`): hostPath is host access.
+    deny_host_path: bool = False
     # Clock for controllers (CronJob schedules, TTLs); tests inject a fake one.
     clock: Clock = field(default_factory=lambda: Clock())
 

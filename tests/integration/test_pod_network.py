@@ -1,13 +1,18 @@
 """Pod IPs: each pod listens on its own loopback address, so two pods can use the same port;
-readiness probes run against the pod IP and flip the Ready condition."""
+readiness probes run against the pod IP and flip the Ready condition, but only for the pod's own
+listener: a host process holding the port gets a PortInUse event and never makes the pod Ready."""
 
 from __future__ import annotations
 
+import http.server
+import os
+import threading
 import urllib.request
 
 from kubernetes import client
 
-from .pod_helpers import condition, container_status, pod_body, wait_pod, watch_pod
+from ..cluster_fixtures import wait_for
+from .pod_helpers import condition, container_status, events_for, pod_body, wait_pod, watch_pod
 
 _SERVER = (
     "import http.server, os, sys, time\n"
@@ -60,3 +65,59 @@ def test_two_pods_listen_on_the_same_port_and_become_ready(core: client.CoreV1Ap
     assert len(ips) == 2
     answers = {urllib.request.urlopen(f"http://{ip}:18080/", timeout=5).read().decode() for ip in ips}
     assert answers == {"wildcard", "explicit"}
+
+
+class _Host(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"host")
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_port_taken_by_a_host_process_gives_an_event_and_no_false_ready(
+    core: client.CoreV1Api, namespace: str
+) -> None:
+    # A host web server on the wildcard address answers on every pod IP at its port.
+    host = http.server.HTTPServer(("0.0.0.0", 0), _Host)
+    port = host.server_address[1]
+    threading.Thread(target=host.serve_forever, daemon=True).start()
+    try:
+        probe = {"httpGet": {"path": "/", "port": port}, "periodSeconds": 1, "failureThreshold": 1}
+        body = pod_body(
+            "shadowed",
+            command=["sleep", "30"],
+            restart="Always",
+            terminationGracePeriodSeconds=1,
+            container={"ports": [{"containerPort": port}], "readinessProbe": probe},
+        )
+        created = core.create_namespaced_pod(namespace, body)
+
+        def refused(events: list[client.CoreV1Event]) -> bool:
+            unhealthy = [e for e in events if e.reason == "Unhealthy"]
+            return any(e.reason == "PortInUse" for e in events) and sum(e.count for e in unhealthy) >= 3
+
+        events = wait_for(lambda: events_for(core, namespace, "shadowed"), refused, what="port events")
+        pod = core.read_namespaced_pod("shadowed", namespace)
+        seen = watch_pod(
+            core,
+            namespace,
+            "shadowed",
+            lambda p: p.metadata.resource_version == pod.metadata.resource_version,
+            since=created.metadata.resource_version,
+        )
+    finally:
+        host.shutdown()
+        host.server_close()
+
+    in_use = next(e for e in events if e.reason == "PortInUse")
+    assert in_use.type == "Warning"
+    assert f"declares port {port}/TCP, which is already in use" in in_use.message
+    assert f"pid {os.getpid()}" in in_use.message and f"0.0.0.0:{port}" in in_use.message
+    unhealthy = next(e for e in events if e.reason == "Unhealthy")
+    assert f"port {port} is held by pid {os.getpid()}" in unhealthy.message
+    assert unhealthy.message.startswith("Readiness probe failed: ")
+    assert all(condition(p, "Ready") is None or condition(p, "Ready").status != "True" for p in seen)
+    assert container_status(seen[-1]).ready is False

@@ -135,3 +135,50 @@ def wait_log(core: client.CoreV1Api, namespace: str, pod: str, marker: str, time
         if marker in log or time.monotonic() > deadline:
             return log
         time.sleep(0.1)
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+@pytest.mark.slow  # two 3-process torch jobs: about 30 s on 2 cores
+def test_two_jobs_on_one_master_port_rendezvous_each_with_its_own_master(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
+    """The flaky start: torch's store binds the wildcard, so a second Master on the same MASTER_PORT (the
+    default 23456 for every job) failed to bind and restarted while its Workers reached the first job's
+    store. The store now binds the pod IP, so both jobs run side by side, and no Master restarts."""
+    port = _free_port()
+    ports = [{"name": "pytorchjob-port", "containerPort": port}]
+    release = tmp_path / "release"
+    # The first job keeps its store listening until the test has seen the second job through.
+    holding = ALL_REDUCE.replace(
+        "dist.destroy_process_group()",
+        "import time\n"
+        "while not os.path.exists(os.environ['RELEASE']): time.sleep(0.05)\n"
+        "dist.destroy_process_group()",
+    )
+    env = [{"name": "RELEASE", "value": str(release)}]
+    first = job_body("first", replica(holding, ports=ports, env=env), replica(holding, replicas=2, env=env))
+    create(custom, namespace, first)
+    wait_log(core, namespace, "first-master-0", "all_reduce=")
+    second = job_body("second", replica(ALL_REDUCE, ports=ports), replica(ALL_REDUCE, replicas=2))
+    create(custom, namespace, second)
+    try:
+        job = wait_job(
+            custom, namespace, "second", lambda j: is_true("Succeeded")(j) or is_true("Failed")(j), 90
+        )
+    finally:
+        release.touch()
+    assert is_true("Succeeded")(job), read_log(core, namespace, "second-master-0")
+    assert is_true("Succeeded")(wait_job(custom, namespace, "first", is_true("Succeeded")))
+    for name in ("first", "second"):
+        master = core.read_namespaced_pod(f"{name}-master-0", namespace)
+        assert master.status.container_statuses[0].restart_count == 0
+        for pod in (f"{name}-master-0", f"{name}-worker-0", f"{name}-worker-1"):
+            log = wait_log(core, namespace, pod, "all_reduce=")
+            assert "world_size=3" in log and "all_reduce=6" in log, (pod, log)

@@ -2,7 +2,8 @@
 and by a periodic resync (time-based rules: deadlines, back-offs, TTLs, schedules).
 
 Subclasses implement :meth:`keys_for` (which objects a change concerns) and :meth:`reconcile` (bring one
-object to its desired state). Reconciles run on the cluster's event loop, one at a time per controller.
+object to its desired state). Reconciles run on the cluster's event loop, one at a time per controller,
+and a controller yields to the loop after each one, so API requests are served between reconciles.
 """
 
 from __future__ import annotations
@@ -90,6 +91,9 @@ class Controller:
                 raise
             except Exception:
                 log.exception("%s: reconcile of %s failed", self.name, key)
+            # Yield after every reconcile: a queue that is not empty never suspends ``get``, so without
+            # this a controller with 200 queued keys would hold the loop (and every API request) for all.
+            await asyncio.sleep(0)
 
     async def _resync(self) -> None:
         while True:

@@ -9,11 +9,15 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import TYPE_CHECKING
 
 from .. import errors
 from ..resources import RESOURCE_TYPES, ResourceType
 from ..store import FOREGROUND_FINALIZER, Change, Obj
 from .base import Controller, ObjKey
+
+if TYPE_CHECKING:
+    from ..cluster import LocalCluster
 
 _BY_STORAGE: dict[tuple[str, str], ResourceType] = {}
 for _rt in RESOURCE_TYPES:
@@ -22,6 +26,44 @@ for _rt in RESOURCE_TYPES:
 
 class GarbageCollector(Controller):
     name = "garbage-collector"
+
+    def __init__(self, cluster: LocalCluster) -> None:
+        super().__init__(cluster)
+        # The dependency graph (upstream's GC keeps one too): owner uid -> {dependent uid: storage key}, so
+        # a deletion does not walk every object of the cluster to find the dependents.
+        self._dependents: dict[str, dict[str, tuple[str, str]]] = {}
+        self._owners: dict[str, set[str]] = {}
+
+    def attach(self) -> None:
+        for storage_key, obj in self.store.all_objects():
+            self._track(storage_key, obj, deleted=False)
+        self.store.add_listener(self._on_commit)  # before the work queue's listener: reconciles see it
+
+    def _on_commit(self, change: Change) -> None:
+        self._track(change.storage_key, change.obj, change.type == "DELETED")
+
+    def _track(self, storage_key: tuple[str, str], obj: Obj, deleted: bool) -> None:
+        uid = obj["metadata"].get("uid", "")
+        for owner in self._owners.pop(uid, set()):
+            deps = self._dependents.get(owner, {})
+            deps.pop(uid, None)
+            if not deps:
+                self._dependents.pop(owner, None)
+        if deleted:
+            return
+        owners = {ref.get("uid", "") for ref in obj["metadata"].get("ownerReferences") or []}
+        if owners:
+            self._owners[uid] = owners
+            for owner in owners:
+                self._dependents.setdefault(owner, {})[uid] = storage_key
+
+    def _dependents_of(self, uid: str) -> list[tuple[tuple[str, str], Obj]]:
+        found = []
+        for dep_uid, storage_key in sorted(self._dependents.get(uid, {}).items()):
+            obj = self.store.by_uid(dep_uid)
+            if obj is not None:
+                found.append((storage_key, obj))
+        return found
 
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         meta = change.obj["metadata"]
@@ -52,7 +94,7 @@ class GarbageCollector(Controller):
             self._foreground(owner)
 
     def _collect_orphans(self, uid: str) -> None:
-        for storage_key, dep in self.store.dependents_of(uid):
+        for storage_key, dep in self._dependents_of(uid):
             refs = dep["metadata"].get("ownerReferences") or []
             alive = [r for r in refs if self.store.by_uid(r.get("uid", "")) is not None]
             rt = _BY_STORAGE[storage_key]
@@ -71,7 +113,7 @@ class GarbageCollector(Controller):
     def _foreground(self, owner: Obj) -> None:
         uid = owner["metadata"]["uid"]
         blocking = 0
-        for storage_key, dep in self.store.dependents_of(uid):
+        for storage_key, dep in self._dependents_of(uid):
             rt = _BY_STORAGE[storage_key]
             ref = next(r for r in dep["metadata"].get("ownerReferences") or [] if r.get("uid") == uid)
             if ref.get("blockOwnerDeletion"):

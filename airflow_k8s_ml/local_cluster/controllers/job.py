@@ -53,16 +53,44 @@ class JobController(Controller):
         super().__init__(cluster)
         # Per Job key: (uid, record); like upstream's backoffStore, dropped when the Job finishes or goes.
         self._backoffs: dict[ObjKey, tuple[str, BackoffRecord]] = {}
+        # Pods by the uid of their controller (an informer's index): a sync reads its own pods without
+        # walking the namespace; with 200 Jobs that walk per sync was what stalled the event loop.
+        self._pods_by_owner: dict[str, set[ObjKey]] = {}
+        self._owner_of: dict[ObjKey, str] = {}
+        # Inputs of each Job's last sync when it changed nothing: the periodic resync (every 0.5 s for
+        # every unfinished Job) then skips it instead of re-running 200 identical syncs per period.
+        self._idle: dict[ObjKey, tuple[object, ...] | None] = {}
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
         self.cluster.register_admission(JOBS, admit_job)
+        for pod in self.store.iter(PODS):
+            self._index(pod, deleted=False)
+        self.store.add_listener(self._index_change)  # before the work queue's listener: syncs see it
+
+    def _index_change(self, change: Change) -> None:
+        if change.storage_key == PODS.storage_key:
+            self._index(change.obj, change.type == "DELETED")
+
+    def _index(self, pod: Obj, deleted: bool) -> None:
+        key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+        old = self._owner_of.pop(key, None)
+        if old is not None:
+            owned = self._pods_by_owner.get(old, set())
+            owned.discard(key)
+            if not owned:
+                self._pods_by_owner.pop(old, None)
+        uid = (controller_ref(pod) or {}).get("uid")
+        if uid and not deleted:
+            self._owner_of[key] = uid
+            self._pods_by_owner.setdefault(uid, set()).add(key)
 
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         if change.storage_key == JOBS.storage_key:
-            yield (change.namespace, change.obj["metadata"]["name"])
-        elif change.storage_key == PODS.storage_key:
-            yield from self._keys_for_pod(change)
+            return [(change.namespace, change.obj["metadata"]["name"])]
+        if change.storage_key == PODS.storage_key:
+            return list(self._keys_for_pod(change))
+        return []
 
     def _keys_for_pod(self, change: Change) -> Iterable[ObjKey]:
         pod = change.obj
@@ -88,6 +116,7 @@ class JobController(Controller):
         job = self.store.find(JOBS, key[0], key[1])
         if job is None:
             self._backoffs.pop(key, None)
+            self._idle.pop(key, None)
             return
         if is_finished(job):
             self._backoffs.pop(key, None)
@@ -98,7 +127,23 @@ class JobController(Controller):
                 job, "Warning", "UnknownCompletionMode", "Skipped Job sync because completion mode is unknown"
             )
             return
+        inputs = self._inputs(job)
+        if self._idle.get(key) == inputs and not self._time_rules(key, job):
+            return  # the last sync of exactly these inputs changed nothing, and no time-based rule applies
+        before = self.store.resource_version
         sync_job(self, job)
+        self._idle[key] = inputs if self.store.resource_version == before else None
+
+    def _inputs(self, job: Obj) -> tuple[object, ...]:
+        """Versions of what a sync reads: the Job and the pods it controls."""
+        owned = sorted(self._pods_by_owner.get(job["metadata"]["uid"], ()))
+        pods = [self.store.find(PODS, *k) for k in owned]
+        versions = tuple((p["metadata"]["uid"], p["metadata"].get("resourceVersion")) for p in pods if p)
+        return (job["metadata"]["uid"], job["metadata"].get("resourceVersion"), versions)
+
+    def _time_rules(self, key: ObjKey, job: Obj) -> bool:
+        """Whether a sync may act on time alone: activeDeadlineSeconds, or a replacement held by back-off."""
+        return bool(job["spec"].get("activeDeadlineSeconds")) or key in self._backoffs
 
     def _owning_job(self, pod: Obj) -> Obj | None:
         ref = controller_ref(pod)
@@ -142,8 +187,8 @@ class JobController(Controller):
     def pods_of(self, job: Obj) -> list[Obj]:
         """Pods this Job controls (by controller ownerReference; orphans are not adopted)."""
         job_uid = job["metadata"]["uid"]
-        pods, _ = self.store.list(PODS, job["metadata"]["namespace"])
-        return [p for p in pods if (controller_ref(p) or {}).get("uid") == job_uid]
+        pods = [self.store.find(PODS, *key) for key in sorted(self._pods_by_owner.get(job_uid, ()))]
+        return [p for p in pods if p is not None and (controller_ref(p) or {}).get("uid") == job_uid]
 
     def create_pod(self, job: Obj, index: int | None) -> bool:
         try:

@@ -15,6 +15,7 @@ every replica's environment at creation, as the real operator does with the Mast
 
 from __future__ import annotations
 
+import copy
 import logging
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
@@ -107,8 +108,8 @@ class PyTorchJobController(Controller):
 
     def _owned(self, rt: ResourceType, job: Obj) -> list[Obj]:
         uid = job["metadata"]["uid"]
-        items, _ = self.store.list(rt, job["metadata"]["namespace"])
-        return [o for o in items if (controller_ref(o) or {}).get("uid") == uid]
+        live = self.store.iter(rt, job["metadata"]["namespace"])
+        return [copy.deepcopy(o) for o in live if (controller_ref(o) or {}).get("uid") == uid]
 
     def pods_of(self, job: Obj) -> list[Obj]:
         return self._owned(PODS, job)

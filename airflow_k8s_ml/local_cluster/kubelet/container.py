@@ -31,6 +31,12 @@ _MESSAGE_LIMIT = 4096
 _FALLBACK_LINES, _FALLBACK_BYTES = 80, 2048
 
 
+def _open_instance_files(log: Path, termination: Path) -> LogSink:
+    """The instance's log file, and no termination message of an earlier instance (in a thread)."""
+    termination.unlink(missing_ok=True)
+    return LogSink(log)
+
+
 class ContainerRunner:
     def __init__(self, worker: PodWorker, container: Obj, state: ContainerState, init: bool) -> None:
         self.w = worker
@@ -150,17 +156,22 @@ class ContainerRunner:
     async def _instance(self, launch: Launch) -> float:
         """Run one instance to its end; returns how long it ran."""
         container_id = "local://" + secrets.token_hex(32)
-        sink = LogSink(self.w.log_path(self.name, container_id))
-        self.w.kubelet.logs.register(self.w.uid, container_id, sink)
         termination = self.w.termination_file(self.name)
-        termination.unlink(missing_ok=True)
+        log = self.w.log_path(self.name, container_id)
+        sink = await asyncio.to_thread(_open_instance_files, log, termination)
+        self.w.kubelet.logs.register(self.w.uid, container_id, sink)
         self._probe_kill.clear()  # a late probe result of the previous instance must not kill this one
         self.state.begin_instance(container_id, images.image_id(str(self.c.get("image", ""))))
         self.w.event("Normal", "Created", f"Created container: {self.name}")
+        await self._check_ports()
+        instance = self.w.kubelet.containment.instance()
         try:
-            proc = await ContainerProcess.spawn(launch.argv, launch.env, launch.cwd, sink)
+            proc = await ContainerProcess.spawn(
+                launch.argv, launch.env, launch.cwd, sink, instance, launch.credentials
+            )
         except StartError as exc:
-            sink.close()
+            await sink.close()
+            await asyncio.to_thread(instance.close)
             self.state.terminate(128, "StartError", time.time(), str(exc))
             self.w.event("Warning", "Failed", f"Error: {exc}")
             self.w.publish()
@@ -209,9 +220,32 @@ class ContainerRunner:
                 proc.signal(signal.SIGKILL)
             self.w.processes.discard(proc)
 
+    async def _check_ports(self) -> None:
+        """A declared TCP port someone else already listens on (a host process on ``0.0.0.0:PORT``) would
+        answer for this pod and make its own bind fail: say so, naming the port (probes then refuse to
+        count that listener, see :meth:`.PodWorker.foreign_listener`)."""
+        for declared in self.c.get("ports") or []:
+            if (declared.get("protocol") or "TCP") != "TCP" or not declared.get("containerPort"):
+                continue
+            port = int(declared["containerPort"])
+            problem = await self.w.foreign_listener(port)
+            if problem is not None:
+                self.w.event(
+                    "Warning",
+                    "PortInUse",
+                    f"container {self.name} declares port {port}/TCP, which is already in use on the node: "
+                    f"{problem}; connections to {self.w.pod_ip}:{port} reach that process, not this pod",
+                )
+
     # -- probes ------------------------------------------------------------------------------------
     def _start_probes(self, launch: Launch) -> list[asyncio.Task[None]]:
-        target = Target(self.w.pod_ip, list(self.c.get("ports") or []), launch.env, str(launch.cwd))
+        target = Target(
+            self.w.pod_ip,
+            list(self.c.get("ports") or []),
+            launch.env,
+            str(launch.cwd),
+            self.w.foreign_listener,
+        )
         tasks: list[asyncio.Task[None]] = []
         self._probe_grace = float(self.w.grace_period())
 

@@ -64,13 +64,30 @@ def holds_resources(pod: Obj, node: str) -> bool:
     ) not in TERMINAL_PHASES
 
 
+_REQUESTS: dict[tuple[str, object], Resources] = {}
+
+
+def _cached_requests(pod: Obj) -> Resources:
+    """pod_requests, remembered per pod uid and spec generation: every pod start sums the requests of
+    every bound pod, and parsing quantities again each time grew with the square of the pod count."""
+    meta = pod["metadata"]
+    key = (str(meta.get("uid", "")), meta.get("generation"))
+    if not key[0]:
+        return pod_requests(pod)
+    if key not in _REQUESTS:
+        if len(_REQUESTS) > 4096:
+            _REQUESTS.clear()
+        _REQUESTS[key] = pod_requests(pod)
+    return _REQUESTS[key]
+
+
 def used_resources(pods: Iterable[Obj], node: str, exclude_uid: str = "") -> Resources:
     used: Resources = {"pods": Decimal(0)}
     for pod in pods:
         if pod["metadata"].get("uid") == exclude_uid or not holds_resources(pod, node):
             continue
         used["pods"] += 1
-        for name, value in pod_requests(pod).items():
+        for name, value in _cached_requests(pod).items():
             used[name] = used.get(name, Decimal(0)) + value
     return used
 

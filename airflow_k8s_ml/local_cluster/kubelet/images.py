@@ -77,6 +77,14 @@ def command_prefix(rules: list[ImageRule], image: str) -> tuple[str, ...]:
     return rule.command_prefix if rule is not None else ()
 
 
+def image_user(rules: list[ImageRule], image: str) -> int:
+    """The image's USER: its rule's ``user``, else the cluster's own uid (see :mod:`.identity`)."""
+    import os
+
+    rule = rule_for(rules, image)
+    return rule.user if rule is not None and rule.user is not None else os.geteuid()
+
+
 def image_id(image: str) -> str:
     """A stable digest-style imageID (the image is never fetched, so the digest is of its name)."""
     name = image.partition("@")[0]

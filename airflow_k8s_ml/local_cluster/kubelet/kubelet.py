@@ -14,6 +14,7 @@ import contextlib
 import shutil
 import time
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from .. import errors
@@ -21,9 +22,11 @@ from ..controllers.base import Controller, ObjKey
 from ..resources import ResourceType, lookup
 from ..store import Change, Obj
 from .admission import pod_admission
+from .containment import Containment, detect
 from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
 from .fit import TERMINAL_PHASES
+from .hostpath import deny_host_path
 from .logs import LogRegistry, log_handler
 from .network import IpAllocator, loopback_range_usable
 from .node import node_object, node_status
@@ -56,9 +59,20 @@ class Kubelet(Controller):
         self.workers: dict[ObjKey, PodWorker] = {}
         self._detached: set[PodWorker] = set()  # stopping workers whose pod is gone or replaced
         self._deleted: dict[ObjKey, Obj] = {}
+        self._containment: Containment | None = None
+        self._cleanups: set[asyncio.Future[None]] = set()
+
+    @property
+    def containment(self) -> Containment:
+        """How container processes are contained (chosen once, at start: see :mod:`.containment`)."""
+        if self._containment is None:
+            self._containment = detect(self.settings.containment)
+        return self._containment
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
+        if self.settings.deny_host_path:
+            self.cluster.register_admission(self.pods_rt, deny_host_path())
         self.cluster.register_admission(self.pods_rt, pod_admission(self.settings.default_grace_period))
         self.cluster.register_subresource(
             self.pods_rt, "log", log_handler(self.store, self.logs, self.settings.state_dir)
@@ -70,6 +84,7 @@ class Kubelet(Controller):
 
     async def start(self) -> None:
         self._register_node()
+        _ = self.containment  # chosen now: it also sweeps what a kill -9'd kubelet left behind
         await super().start()
 
     def _register_node(self) -> None:
@@ -146,7 +161,7 @@ class Kubelet(Controller):
         if any(w.uid == uid for w in [*self.workers.values(), *self._detached]):
             return
         self.logs.forget_pod(uid)
-        shutil.rmtree(pod_dir(self.settings.state_dir, pod), ignore_errors=True)
+        self._remove_dir(pod_dir(self.settings.state_dir, pod))
 
     def worker_done(self, worker: PodWorker) -> None:
         """Called by a worker when it has stopped everything: release what the pod held."""
@@ -159,7 +174,13 @@ class Kubelet(Controller):
         current = self.store.find(self.pods_rt, *key)
         if current is None or current["metadata"]["uid"] != worker.uid:
             self.logs.forget_pod(worker.uid)
-            shutil.rmtree(worker.root, ignore_errors=True)
+            self._remove_dir(worker.root)
+
+    def _remove_dir(self, path: Path) -> None:
+        """Delete a pod's files in a worker thread: a pod's logs and volumes can be large."""
+        task = asyncio.ensure_future(asyncio.to_thread(shutil.rmtree, path, ignore_errors=True))
+        self._cleanups.add(task)
+        task.add_done_callback(self._cleanups.discard)
 
     async def on_stop(self) -> None:
         """Nothing may keep running when the cluster stops: SIGTERM, a short grace, then SIGKILL."""
@@ -173,6 +194,10 @@ class Kubelet(Controller):
                 task.cancel()
             if pending:
                 await asyncio.wait(pending, timeout=5)
+        if self._cleanups:
+            await asyncio.wait(list(self._cleanups), timeout=10)
+        if self._containment is not None:
+            self._containment.close()
 
     # -- node-pressure eviction (admin action) -----------------------------------------------------
     async def evict(self, body: dict[str, Any]) -> Obj:

@@ -9,10 +9,17 @@ every write and tells them when the instance has exited.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import datetime as dt
+import logging
+import queue
+import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+
+log = logging.getLogger(__name__)
 
 MAX_LINE = 16 * 1024  # longer lines are split into partial (P) records, as the CRI does
 
@@ -75,29 +82,86 @@ def read_records(path: Path, offset: int = 0) -> tuple[list[Record], int]:
     return records, offset + end + 1
 
 
+class _Writer:
+    """One thread writes every container log, so a slow disk never stalls the event loop; records of a
+    sink are written in order, and its close after all of them."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Callable[[], None]] = queue.SimpleQueue()
+        self._thread: threading.Thread | None = None
+        self._lock = threading.Lock()
+
+    def submit(self, job: Callable[[], None]) -> None:
+        with self._lock:
+            if self._thread is None:
+                self._thread = threading.Thread(target=self._run, name="container-logs", daemon=True)
+                self._thread.start()
+        self._queue.put(job)
+
+    def _run(self) -> None:
+        while True:
+            job = self._queue.get()
+            try:
+                job()
+            except Exception:  # a log that cannot be written must not stop the others
+                log.exception("writing a container log failed")
+
+
+_WRITER = _Writer()
+
+
 class LogSink:
-    """The writing end for one container instance; followers await :meth:`changed`."""
+    """The writing end for one container instance; followers await :meth:`changed`.
+
+    Writes go to the log thread; followers are woken once a record is on disk, and ``closed`` turns
+    true once the last record is, so a follower that sees it has read everything."""
 
     def __init__(self, path: Path) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         self.path = path
         self._file = path.open("ab")
         self.closed = False
+        self._closing = False
+        self._done: asyncio.Future[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._waiters: list[asyncio.Future[None]] = []
 
     def write(self, stream: str, content: bytes, partial: bool = False) -> None:
-        if self.closed:
+        if self._closing:
             return
+        self._loop = self._loop or asyncio.get_running_loop()
         header = f"{rfc3339_nano(time.time_ns())} {stream} {'P' if partial else 'F'} ".encode()
-        self._file.write(header + content + b"\n")
-        self._file.flush()
-        self._wake()
+        record = header + content + b"\n"
+        _WRITER.submit(lambda: self._append(record))
 
-    def close(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self._file.close()
-            self._wake()
+    def close(self) -> asyncio.Future[None]:
+        """Close once every pending record is written; the future resolves then."""
+        self._loop = self._loop or asyncio.get_running_loop()
+        if self._done is None:
+            self._closing = True
+            self._done = self._loop.create_future()
+            _WRITER.submit(self._finish)
+        return self._done
+
+    def _append(self, record: bytes) -> None:
+        self._file.write(record)
+        self._file.flush()
+        self._notify(self._wake)
+
+    def _finish(self) -> None:
+        self._file.close()
+        self._notify(self._closed)
+
+    def _notify(self, callback: Callable[[], None]) -> None:
+        if self._loop is not None and not self._loop.is_closed():
+            with contextlib.suppress(RuntimeError):  # the loop stopped meanwhile
+                self._loop.call_soon_threadsafe(callback)
+
+    def _closed(self) -> None:
+        self.closed = True
+        self._wake()
+        if self._done is not None and not self._done.done():
+            self._done.set_result(None)
 
     async def changed(self, timeout: float) -> None:
         """Return after the next write or close, or after ``timeout``."""

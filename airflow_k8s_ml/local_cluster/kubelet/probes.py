@@ -17,6 +17,8 @@ from typing import Any
 
 Obj = dict[str, Any]
 Check = Callable[[], Awaitable[tuple[bool, str]]]
+# Why the listener on the pod IP's port is not the pod's own (None: it is): see :mod:`.listeners`.
+Ownership = Callable[[int], Awaitable[str | None]]
 
 
 @dataclass(frozen=True)
@@ -27,6 +29,13 @@ class Target:
     ports: list[Obj]
     env: dict[str, str]
     cwd: str
+    ownership: Ownership | None = None
+
+    async def foreign(self, host: str, port: int) -> str | None:
+        """A probe of the pod IP only counts if the pod's own process answered it."""
+        if self.ownership is None or host != self.pod_ip:
+            return None
+        return await self.ownership(port)
 
 
 def resolve_port(port: Any, ports: list[Obj]) -> int:
@@ -76,6 +85,9 @@ async def _http(spec: Obj, target: Target, timeout: float) -> tuple[bool, str]:
             ) as response,
         ):
             if 200 <= response.status < 400:
+                foreign = await target.foreign(host, port)
+                if foreign is not None:
+                    return False, f'Get "{url}": {foreign}'
                 return True, ""
             return False, f"HTTP probe failed with statuscode: {response.status}"
     except TimeoutError:
@@ -97,6 +109,9 @@ async def _tcp(spec: Obj, target: Target, timeout: float) -> tuple[bool, str]:
     writer.close()
     with contextlib.suppress(OSError):
         await writer.wait_closed()
+    foreign = await target.foreign(host, port)
+    if foreign is not None:
+        return False, f"dial tcp {host}:{port}: {foreign}"
     return True, ""
 
 

@@ -1,9 +1,13 @@
-"""Container instances as process groups: start, wait, signal, stop with a grace period.
+"""Container instances as contained process trees: start, wait, signal, stop with a grace period.
 
-Each instance runs in its own session (``start_new_session``), so a signal reaches the whole group the
-way it reaches a container's processes, and when the main process exits the rest of the group is
-killed, as a container's PID namespace dies with its PID 1. Exit codes follow the container runtime:
-a process killed by signal N reports ``128 + N`` (the OS reports ``-N``).
+Each instance runs in its own session (``start_new_session``), so SIGTERM reaches its process group the
+way a stop reaches a container, and it is contained (:mod:`.containment`): when the main process exits,
+every process it started is killed, ``setsid`` ones included, as a container's PID namespace dies with its
+PID 1. The container ends when its main process exits, whoever still holds its stdout.
+
+Nothing here blocks the event loop: the fork/exec runs in a worker thread, the exit is seen through a
+pidfd (a file descriptor that becomes readable when the process exits), killing the tree runs in a thread.
+Exit codes follow the container runtime: a process killed by signal N reports ``128 + N``.
 """
 
 from __future__ import annotations
@@ -12,15 +16,28 @@ import asyncio
 import contextlib
 import os
 import signal
+import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
+from .containment import Instance
 from .logfile import LogSink, pump
 
-_PUMP_DRAIN = 2.0  # seconds to wait for output still held by processes that escaped the group
+_PUMP_DRAIN = 2.0  # seconds to wait for output still buffered in the pipes after the tree is gone
+_POLL = 0.05  # exit polling where pidfds do not exist (not Linux)
 
 
 class StartError(Exception):
     """The process could not be started (reported as terminated, reason StartError, exit code 128)."""
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """Who the process runs as (securityContext); None keeps the kubelet's own."""
+
+    uid: int | None = None
+    gid: int | None = None
+    groups: tuple[int, ...] | None = None
 
 
 def exit_code(returncode: int) -> int:
@@ -28,59 +45,98 @@ def exit_code(returncode: int) -> int:
 
 
 class ContainerProcess:
-    """One running container instance and the tasks copying its output into its log."""
+    """One running container instance, its contained process tree and the tasks copying its output."""
 
-    def __init__(
-        self, proc: asyncio.subprocess.Process, sink: LogSink, pumps: list[asyncio.Task[None]]
-    ) -> None:
+    def __init__(self, proc: subprocess.Popen[bytes], instance: Instance, sink: LogSink) -> None:
         self._proc = proc
+        self._instance = instance
         self._sink = sink
-        self._pumps = pumps
+        loop = asyncio.get_running_loop()
+        self._main_exit: asyncio.Future[int] = loop.create_future()
+        self._poller: asyncio.Future[None] | None = None
+        self._pumps = [
+            asyncio.ensure_future(_pump_pipe(proc.stdout, "stdout", sink)),
+            asyncio.ensure_future(_pump_pipe(proc.stderr, "stderr", sink)),
+        ]
+        self._watch_exit(loop)
         self.exited: asyncio.Task[int] = asyncio.ensure_future(self._wait())
 
     @classmethod
-    async def spawn(cls, argv: list[str], env: dict[str, str], cwd: Path, sink: LogSink) -> ContainerProcess:
+    async def spawn(
+        cls,
+        argv: list[str],
+        env: dict[str, str],
+        cwd: Path,
+        sink: LogSink,
+        instance: Instance,
+        credentials: Credentials | None = None,
+    ) -> ContainerProcess:
+        creds = credentials or Credentials()
         try:
-            proc = await asyncio.create_subprocess_exec(
-                *argv,
-                env=env,
-                cwd=str(cwd),
-                stdin=asyncio.subprocess.DEVNULL,
-                stdout=asyncio.subprocess.PIPE,
-                stderr=asyncio.subprocess.PIPE,
-                start_new_session=True,
-            )
+            proc = await asyncio.to_thread(_popen, argv, {**env, **instance.env()}, cwd, instance, creds)
         except FileNotFoundError:
             raise StartError(
                 _start_message(f'exec: "{argv[0]}": executable file not found in $PATH')
             ) from None
         except PermissionError:
             raise StartError(_start_message(f'exec: "{argv[0]}": permission denied')) from None
-        except OSError as exc:
-            raise StartError(_start_message(f'exec: "{argv[0]}": {exc.strerror or exc}')) from None
-        assert proc.stdout is not None and proc.stderr is not None
-        pumps = [
-            asyncio.ensure_future(pump(proc.stdout, "stdout", sink)),
-            asyncio.ensure_future(pump(proc.stderr, "stderr", sink)),
-        ]
-        return cls(proc, sink, pumps)
+        except (OSError, subprocess.SubprocessError) as exc:
+            detail = getattr(exc, "strerror", None) or str(exc)
+            raise StartError(_start_message(f'exec: "{argv[0]}": {detail}')) from None
+        finally:
+            instance.spawned()
+        instance.spawned(proc.pid)
+        return cls(proc, instance, sink)
 
     @property
     def pid(self) -> int:
         return self._proc.pid
 
+    def pids(self) -> list[int]:
+        """Every live process of the instance, the main one included (blocking: reads /proc)."""
+        return sorted({self._proc.pid, *self._instance.pids()})
+
+    def _watch_exit(self, loop: asyncio.AbstractEventLoop) -> None:
+        try:
+            fd = os.pidfd_open(self._proc.pid)
+        except (AttributeError, OSError):
+            self._poller = asyncio.ensure_future(self._poll_exit())
+            return
+
+        def readable() -> None:
+            loop.remove_reader(fd)
+            os.close(fd)
+            self._reaped()
+
+        loop.add_reader(fd, readable)
+
+    async def _poll_exit(self) -> None:
+        while self._proc.poll() is None:
+            await asyncio.sleep(_POLL)
+        self._reaped()
+
+    def _reaped(self) -> None:
+        returncode = self._proc.wait()  # immediate: the process has exited
+        if not self._main_exit.done():
+            self._main_exit.set_result(returncode)
+
     async def _wait(self) -> int:
-        returncode = await self._proc.wait()
-        self.signal(signal.SIGKILL)  # the rest of the "container" dies with its main process
+        returncode = await self._main_exit
+        await asyncio.to_thread(self._instance.kill)  # the rest of the "container" dies with its main process
         _, pending = await asyncio.wait(self._pumps, timeout=_PUMP_DRAIN)
         for task in pending:
             task.cancel()
-        self._sink.close()
+        await asyncio.to_thread(self._instance.close)
+        # Last: closing the log ends `logs -f`, and the caller publishes the exit without awaiting more.
+        await self._sink.close()
         return exit_code(returncode)
 
     def signal(self, sig: int) -> None:
+        """Signal the main process's group; SIGKILL also goes to every process of the instance."""
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self._proc.pid, sig)
+        if sig == signal.SIGKILL:
+            self._instance.signal_all(sig)
 
     async def stop(self, grace: float, kill_now: asyncio.Event | None = None) -> int:
         """SIGTERM the group, wait up to ``grace`` seconds (less if ``kill_now`` is set), then SIGKILL."""
@@ -94,8 +150,41 @@ class ContainerProcess:
                 for task in pending:
                     task.cancel()
             if not self.exited.done():
-                self.signal(signal.SIGKILL)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self._proc.pid, signal.SIGKILL)
+                await asyncio.to_thread(self._instance.kill)
         return await asyncio.shield(self.exited)
+
+
+def _popen(
+    argv: list[str], env: dict[str, str], cwd: Path, instance: Instance, creds: Credentials
+) -> subprocess.Popen[bytes]:
+    """fork/exec in a worker thread (a fork of a large process takes milliseconds)."""
+    return subprocess.Popen(
+        argv,
+        env=env,
+        cwd=str(cwd),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=instance.preexec(),
+        user=creds.uid,
+        group=creds.gid,
+        extra_groups=list(creds.groups) if creds.groups is not None else None,
+        close_fds=True,
+    )
+
+
+async def _pump_pipe(pipe: object, stream: str, sink: LogSink) -> None:
+    """Copy one of the process's pipes into the log until EOF (every holder of its write end is gone)."""
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=2**20)
+    transport, _ = await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), pipe)
+    try:
+        await pump(reader, stream, sink)
+    finally:
+        transport.close()
 
 
 def _start_message(detail: str) -> str:

@@ -22,13 +22,14 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..meta import rfc3339
 from ..node_reboot import resume_states
-from . import fit, images, volumes
+from . import fit, images, listeners, volumes
 from .container import ContainerRunner
-from .envvars import CreateContainerError, Sources, expand, resolve
+from .envvars import ConfigError, CreateContainerError, Sources, expand, resolve
+from .identity import identity, verify_run_as_non_root
 from .logfile import container_log_path
 from .mounts import Mount, mount_table, rewriter
 from .network import HOST_IP, api_server_env, bind_shim_env
-from .runtime import ContainerProcess
+from .runtime import ContainerProcess, Credentials
 from .status import ContainerState, kubelet_conditions, merge_conditions, pod_phase
 
 if TYPE_CHECKING:
@@ -54,6 +55,7 @@ class Launch:
     argv: list[str]
     env: dict[str, str]
     cwd: Path
+    credentials: Credentials | None = None
 
 
 class PodWorker:
@@ -86,6 +88,7 @@ class PodWorker:
         self.start_time = time.time()
         self.retry_interval = min(self.settings.crashloop_backoff_base, 2.0)
         self._sidecars: list[tuple[ContainerRunner, asyncio.Future[None]]] = []
+        self._warned: set[str] = set()  # security warnings already recorded (once per pod)
         self.task: asyncio.Future[None] | None = None
 
     # -- helpers used by the container runners ------------------------------------------------------
@@ -106,10 +109,19 @@ class PodWorker:
     def log_path(self, container: str, container_id: str) -> Path:
         return container_log_path(self.root, container, container_id)
 
+    async def foreign_listener(self, port: int) -> str | None:
+        """Why the listener reached at ``pod IP:port`` is not one of this pod's processes (None if it is,
+        or if nothing listens): probes and the port check at start use it."""
+        procs = list(self.processes)
+
+        def check() -> str | None:
+            return listeners.foreign_listener(self.pod_ip, port, [pid for p in procs for pid in p.pids()])
+
+        return await asyncio.to_thread(check)
+
     def termination_file(self, container: str) -> Path:
-        path = self.root / "termination" / container
-        path.parent.mkdir(parents=True, exist_ok=True)
-        return path
+        """``<pod dir>/termination/<container>`` (the directory is made with the pod's files)."""
+        return self.root / "termination" / container
 
     # -- stopping ----------------------------------------------------------------------------------
     def request_stop(self, request: StopRequest) -> None:
@@ -176,13 +188,8 @@ class PodWorker:
             gpus = self.kubelet.gpus.allocate(self.uid, wanted) if wanted else []
             if gpus is not None:
                 try:
-                    self.volume_dirs = volumes.prepare(
-                        self.pod,
-                        self.root,
-                        self.settings.state_dir,
-                        lambda n: self.kubelet.lookup("secrets", self.namespace, n),
-                        lambda n: self.kubelet.lookup("configmaps", self.namespace, n),
-                    )
+                    loop = asyncio.get_running_loop()
+                    self.volume_dirs = await asyncio.to_thread(self._prepare_files, loop)
                     self.gpus = gpus
                     break
                 except (volumes.MountError, OSError) as exc:
@@ -191,8 +198,6 @@ class PodWorker:
                 return False
         if self.stopping is not None:
             return False
-        for sub in ("root", "tmp"):
-            (self.rootfs / sub).mkdir(parents=True, exist_ok=True)
         host_network = bool((self.pod.get("spec") or {}).get("hostNetwork"))
         self.pod_ip = HOST_IP if host_network else self.kubelet.ips.allocate(self.uid)
         self.sandbox = True
@@ -201,6 +206,24 @@ class PodWorker:
             state.wait(waiting)
         self.publish()
         return True
+
+    def _prepare_files(self, loop: asyncio.AbstractEventLoop) -> dict[str, Path]:
+        """Volumes and the private root, in a worker thread (file I/O stays off the event loop); the
+        Secrets and ConfigMaps they need are read on the loop, which owns the store."""
+
+        def lookup(plural: str) -> volumes.Lookup:
+            async def find(name: str) -> Obj | None:
+                return self.kubelet.lookup(plural, self.namespace, name)
+
+            return lambda name: asyncio.run_coroutine_threadsafe(find(name), loop).result(30)
+
+        dirs = volumes.prepare(
+            self.pod, self.root, self.settings.state_dir, lookup("secrets"), lookup("configmaps")
+        )
+        for sub in ("root", "tmp"):
+            (self.rootfs / sub).mkdir(parents=True, exist_ok=True)
+        (self.root / "termination").mkdir(parents=True, exist_ok=True)
+        return dirs
 
     def _deadline_timer(self) -> asyncio.TimerHandle | None:
         deadline = (self.pod.get("spec") or {}).get("activeDeadlineSeconds")
@@ -358,7 +381,47 @@ class PodWorker:
         env = {**self._base_env(), **service_env, **spec_env}
         if not (self.pod.get("spec") or {}).get("hostNetwork"):
             env.update(bind_shim_env(self.pod_ip, spec_env.get("PYTHONPATH")))
-        return Launch(argv, env, self._working_dir(container, rewrite))
+        credentials = self._credentials(container, image)
+        return Launch(argv, env, self._working_dir(container, rewrite), credentials)
+
+    def _credentials(self, container: Obj, image: str) -> Credentials | None:
+        """runAsNonRoot as the kubelet verifies it, then who the process runs as (raises ConfigError)."""
+        image_uid = images.image_user(self.settings.images, image)
+        problem = verify_run_as_non_root(self.pod, container, image_uid)
+        if problem is not None and self.settings.run_as_non_root != "warn":
+            raise ConfigError(problem)
+        if problem is not None and problem not in self._warned:
+            self._warned.add(problem)
+            message = f"{problem}; started anyway (--run-as-non-root=warn)"
+            self.event("Warning", "RunAsNonRootNotEnforced", message)
+        who = identity(self.pod, container, image_uid)
+        if who.ignored and str(who.ignored) not in self._warned:
+            self._warned.add(str(who.ignored))
+            self.event(
+                "Warning",
+                "SecurityContextIgnored",
+                f"the local cluster runs as uid {os.geteuid()}, not root: {', '.join(who.ignored)} "
+                f"not applied; container {container.get('name', '')} runs as uid {who.uid}",
+            )
+        if who.credentials is not None and who.credentials.uid is not None:
+            self._hand_over(who.credentials)
+        return who.credentials
+
+    def _hand_over(self, credentials: Credentials) -> None:
+        """The pod's private directories (HOME, TMPDIR, emptyDirs) belong to the user it runs as, as an
+        image's directories and a volume with fsGroup would; hostPath and claim directories are left alone."""
+        assert credentials.uid is not None
+        gid = credentials.gid if credentials.gid is not None else -1
+        spec = self.pod.get("spec") or {}
+        private = [self.rootfs, self.rootfs / "root", self.rootfs / "tmp", self.root / "termination"]
+        private += [
+            self.volume_dirs[v["name"]]
+            for v in spec.get("volumes") or []
+            if "emptyDir" in v and v.get("name") in self.volume_dirs
+        ]
+        for path in private:
+            with contextlib.suppress(OSError):
+                os.chown(path, credentials.uid, gid)
 
     def _base_env(self) -> dict[str, str]:
         """What the image and runtime would provide: PATH (the cluster's Python first), HOME, TMPDIR."""
