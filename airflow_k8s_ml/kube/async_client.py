@@ -9,12 +9,21 @@ Short-lived exec-plugin tokens (EKS, GKE) are refreshed by reloading the connect
 
 The registry is keyed by event loop (weakly) then connection id, because an aiohttp session belongs to the
 loop that created it; a triggerer has one loop, tests have one per test.
+
+Nothing here may block the triggerer's event loop (its watchdog warns above 0.1 s, and a stall delays every
+deferred task of that triggerer): the heavy imports (``aiohttp`` builds an SSL context with the system CAs
+at import, ``kubernetes_asyncio``, the cncf hooks module importing the sync ``kubernetes``) run once per
+process in a worker thread (:func:`load_clients`); the connection and kubeconfig are loaded in a worker
+thread too (the hook's ``_load_config`` on a private loop there; the triggerer bridges its connection
+look-up back to the main loop); large LISTs come in pages of :data:`PAGE_SIZE` as client-go's reflector
+reads them, so no single JSON decode holds the loop long.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import weakref
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -25,12 +34,22 @@ from airflow_k8s_ml.kube.events import format_warnings, select_warnings
 from airflow_k8s_ml.kube.resources import Resource, call_api_arguments, resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
 
-__all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube"]
+__all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube", "load_clients"]
 
 T = TypeVar("T")
 Query = list[tuple[str, str]]
 Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
 Lines = list[str]
+
+#: Items per LIST page (client-go's reflector default); an API server that ignores ``limit`` answers whole.
+PAGE_SIZE = 500
+#: Modules too heavy to import on the event loop (seconds on a cold start, SSL context creation included).
+HEAVY_MODULES = (
+    "aiohttp",
+    "kubernetes_asyncio.client",
+    "kubernetes_asyncio.config",
+    "airflow.providers.cncf.kubernetes.hooks.kubernetes",
+)
 
 
 @dataclass(frozen=True)
@@ -53,10 +72,15 @@ class AsyncKube:
         self._refresh_lock = asyncio.Lock()
         self.requests = 0  # for tests and benchmarks: HTTP requests sent through this client
 
+    @property
+    def endpoint(self) -> str:
+        """The API server's URL (for messages; never credentials)."""
+        return str(getattr(getattr(self.api_client, "configuration", None), "host", "") or "?")
+
     async def _refresh_credentials(self) -> None:
         """Reload the connection's config into the shared Configuration (exec plugins mint a new token)."""
         async with self._refresh_lock:
-            await self.hook._load_config()
+            await _off_loop_config(self.hook)
 
     async def _send(
         self,
@@ -156,18 +180,36 @@ class AsyncKube:
     async def list(
         self, res: Resource, namespace: str | None, *, label_selector: str = "", fields: str = ""
     ) -> tuple[Items, str]:
-        """(items with apiVersion/kind filled in, the list's resourceVersion)."""
+        """(items with apiVersion/kind filled in, the list's resourceVersion), read in pages of
+        :data:`PAGE_SIZE` (one consistent snapshot; an expired continue token re-lists whole)."""
         query: Query = []
         if label_selector:
             query.append(("labelSelector", label_selector))
         if fields:
             query.append(("fieldSelector", fields))
-        body = await self.request("GET", res.collection_path(namespace), query=query) or {}
-        items = list(body.get("items") or [])
+        path = res.collection_path(namespace)
+        items: Items = []
+        token, paged = "", True
+        while True:
+            page = [*query, ("limit", str(PAGE_SIZE))] if paged else list(query)
+            if token:
+                page.append(("continue", token))
+            try:
+                body = await self.request("GET", path, query=page) or {}
+            except ApiError as exc:
+                if not (token and exc.gone):
+                    raise
+                items, token, paged = [], "", False  # the snapshot expired: one whole list instead
+                continue
+            items.extend(body.get("items") or [])
+            meta = body.get("metadata") or {}
+            token = str(meta.get("continue") or "") if paged else ""
+            if not token:
+                break
         for item in items:
             item.setdefault("apiVersion", res.api_version)
             item.setdefault("kind", res.kind)
-        return items, str((body.get("metadata") or {}).get("resourceVersion") or "")
+        return items, str(meta.get("resourceVersion") or "")
 
     async def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
         try:
@@ -229,14 +271,53 @@ _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AsyncKu
     weakref.WeakKeyDictionary()
 )
 _locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = weakref.WeakKeyDictionary()
+_import_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+_imported = False
+
+
+def _import_heavy() -> None:
+    import importlib
+
+    for name in HEAVY_MODULES:
+        importlib.import_module(name)
+
+
+async def load_clients() -> None:
+    """Import :data:`HEAVY_MODULES` in a worker thread, once per process; concurrent callers wait without
+    blocking the loop. (A module another thread is still initialising is not used before this returns:
+    importing it here would wait on its import lock, on the loop.)"""
+    global _imported
+    if _imported:
+        return
+    lock = _import_locks.setdefault(asyncio.get_running_loop(), asyncio.Lock())
+    async with lock:
+        if not _imported and not all(name in sys.modules for name in HEAVY_MODULES):
+            await asyncio.to_thread(_import_heavy)
+        _imported = True
+
+
+async def _off_loop_config(hook: Any) -> None:
+    """``hook._load_config()`` on a private loop in a worker thread: reading the connection, the kubeconfig
+    (YAML) and running an exec plugin (a subprocess, seconds for ``aws eks get-token``) stay off our loop."""
+    await asyncio.to_thread(asyncio.run, hook._load_config())
+
+
+def _new_hook(conn_id: str) -> Any:
+    from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
+
+    return AsyncKubernetesHook(conn_id=conn_id)
 
 
 async def _connect(conn_id: str, settings: ClientSettings) -> AsyncKube:
-    from airflow.providers.cncf.kubernetes.hooks.kubernetes import AsyncKubernetesHook
+    await load_clients()
     from kubernetes_asyncio import client as async_client
 
-    hook = AsyncKubernetesHook(conn_id=conn_id)
-    await hook._load_config()
+    hook = await asyncio.to_thread(_new_hook, conn_id)
+    await _off_loop_config(hook)
     configuration = hook.client_configuration
     assert configuration is not None  # _load_config creates it
     configuration.connection_pool_maxsize = settings.pool_maxsize

@@ -16,6 +16,11 @@ Subscribers ask for an *index value*: the object name (workload watch) or the va
 their objects changes; they then read the latest state (never a backlog). Deleted objects are kept as
 tombstones per subscription, so a terminal state followed at once by a deletion (TTL 0) is not lost.
 Reference counted: the watch task stops when the last subscriber leaves (after ``linger``).
+
+Reachability: the watch records since when the API server has not answered (no connection, or 502/503/504
+from a proxy in front of it) and the last such error; subscribers decide how long they put up with it (the
+trigger's ``api_unreachable_timeout``), the watch itself keeps retrying. A burst of events (a re-list, a
+resumed watch) is applied in slices of :data:`YIELD_EVERY` seconds, so the loop is never held long.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ import contextlib
 import json
 import logging
 import random
+import time
 import weakref
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping
@@ -51,6 +57,10 @@ Obj = dict[str, Any]
 FATAL_LIST_STATUSES = frozenset({400, 401, 403, 404, 405, 422})
 #: Answers to a WATCH that mean "you may list but not watch": poll instead.
 REFUSED_WATCH_STATUSES = frozenset({403, 405})
+#: No answer from the API server itself: no connection (0), or a proxy/load balancer saying it has none.
+UNREACHABLE_STATUSES = frozenset({0, 502, 503, 504})
+#: Apply buffered events for at most this long (seconds) before giving the event loop a turn.
+YIELD_EVERY = 0.005
 
 
 @dataclass(frozen=True)
@@ -130,6 +140,19 @@ class Subscription:
     def mode(self) -> str:
         return self._watch.mode
 
+    @property
+    def unreachable_since(self) -> float | None:
+        """Loop time of the first failed contact in the current run of failures (None: reachable)."""
+        return self._watch.unreachable_since
+
+    @property
+    def last_error(self) -> BaseException | None:
+        return self._watch.last_error
+
+    @property
+    def endpoint(self) -> str:
+        return str(getattr(self._watch.kube, "endpoint", "") or "?")
+
 
 class SharedWatch:
     """The cache of one (connection, resource, namespace[, label]) and the task keeping it current."""
@@ -146,6 +169,8 @@ class SharedWatch:
         self.mode: Literal["watch", "poll"] = "watch"
         self.resource_version = ""
         self.stats: Counter[str] = Counter()
+        self.unreachable_since: float | None = None
+        self.last_error: BaseException | None = None
         self._task: asyncio.Task[None] | None = None
 
     # -- fan-out ----------------------------------------------------------------------------------------
@@ -237,6 +262,18 @@ class SharedWatch:
         if rv:
             self.resource_version = rv
 
+    def _reached(self) -> None:
+        self.unreachable_since = None
+        self.last_error = None
+
+    def _missed(self, exc: ApiError) -> None:
+        """No answer from the API server: start (or continue) the unreachable clock, wake the subscribers
+        when it starts so they can time their budget."""
+        self.last_error = exc
+        if self.unreachable_since is None:
+            self.unreachable_since = asyncio.get_running_loop().time()
+            self._notify_all()
+
     # -- lifecycle --------------------------------------------------------------------------------------
     def start(self) -> None:
         name = f"watch {self.key.resource.plural} in {self.key.namespace} ({self.key.conn_id})"
@@ -274,6 +311,10 @@ class SharedWatch:
                     if self.error is not None:
                         return
                     continue
+                if exc.status in UNREACHABLE_STATUSES:
+                    self._missed(exc)
+                else:
+                    self._reached()  # it answered (429, 500...): reachable, if unhappy
                 delay = self._delay(exc, failures)
                 failures += 1
                 self.stats["errors"] += 1
@@ -314,6 +355,7 @@ class SharedWatch:
         items, rv = await self.kube.list(
             self.key.resource, self.key.namespace, label_selector=self.key.label_selector
         )
+        self._reached()
         self._replace_all(items)
         self.resource_version = rv
 
@@ -332,10 +374,15 @@ class SharedWatch:
         path = self.key.resource.collection_path(self.key.namespace)
         started = loop.time()
         response = await self.kube.stream(path, query, read_timeout=timeout + self.settings.inactivity_grace)
+        self._reached()
         self.stats["watches"] += 1
         progressed = False
+        busy_since = time.perf_counter()
         try:
             async for event in _events(response):
+                if time.perf_counter() - busy_since >= YIELD_EVERY:
+                    await asyncio.sleep(0)  # buffered events are read without suspending: let others run
+                    busy_since = time.perf_counter()
                 if event.get("type") == "ERROR":
                     return self._on_error_event(event.get("object") or {}, progressed)
                 self._apply(str(event.get("type")), event.get("object") or {})

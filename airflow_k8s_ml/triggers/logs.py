@@ -5,7 +5,11 @@ Lines are prefixed by replica (``[master-0]``, ``[worker-1]``; the pod name for 
 carried exactly that timestamp) survives reconnects: a resumed read asks for ``sinceTime`` (seconds
 precision, which every API server accepts) and :class:`LineFilter` drops what was already relayed, so a cut
 connection or a container restart never duplicates a line. The cursor travels in the trigger's final event
-so the operator can read what came after it.
+and is persisted on the workload after every relayed batch (``on_relayed``, :mod:`.log_cursor`), so a
+trigger restarted after a triggerer crash resumes after it.
+
+A backlog (a resumed stream, a chatty trainer) arrives faster than it is relayed: the relay yields to the
+event loop every :data:`YIELD_EVERY` seconds of work, so one stream never stalls the triggerer's loop.
 
 The pure parts (timestamp parsing, :class:`LineFilter`, :func:`advance`) are unit-tested; :class:`LogRelay`
 is the I/O shell, fed pod updates by the trigger's shared pod watch (it never lists pods itself).
@@ -16,8 +20,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
@@ -28,6 +33,8 @@ __all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_ke
 
 Cursor = dict[str, Any]  # {"ts": "2024-05-01T12:00:00.123456789Z", "n": 2}
 MAX_LINE = 500
+#: Relay at most this long (seconds) before giving the event loop a turn.
+YIELD_EVERY = 0.005
 
 
 def split_timestamp(line: str) -> tuple[str, str]:
@@ -147,6 +154,8 @@ class LogRelay:
         self._pods: dict[str, Mapping[str, Any]] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._changed = asyncio.Event()
+        #: Called after each relayed line (the cursor moved): the trigger persists the cursor from here.
+        self.on_relayed: Callable[[], None] | None = None
 
     def update(self, pods: Iterable[Mapping[str, Any]]) -> None:
         """Latest pods of the workload (from the shared pod watch): start streams for started containers."""
@@ -226,9 +235,13 @@ class LogRelay:
         path = resource_for("v1", "Pod").object_path(self.namespace, pod_name, "log")
         response = await self.kube.stream(path, query, read_timeout=None)
         line_filter = LineFilter(self.cursor.get(key))
+        busy_since = time.perf_counter()
         try:
             async for raw in response.content:
                 self._relay(key, raw.decode("utf-8", "replace").rstrip("\r\n"), line_filter)
+                if time.perf_counter() - busy_since >= YIELD_EVERY:
+                    await asyncio.sleep(0)  # buffered lines are read without suspending: let others run
+                    busy_since = time.perf_counter()
         except Exception as exc:  # a cut connection: the caller resumes after the cursor
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         finally:
@@ -243,3 +256,5 @@ class LogRelay:
         if moved is not None:
             self.cursor[key] = moved
         self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text[:MAX_LINE])
+        if moved is not None and self.on_relayed is not None:
+            self.on_relayed()

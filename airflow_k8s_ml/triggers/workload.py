@@ -7,14 +7,19 @@ How it waits (the cncf ``KubernetesJobTrigger`` polls every 10 s over a new TLS 
   wakes this trigger, which re-reads the latest objects and classifies them with ``status.classify``;
 - phased deadlines are checked on every change and on a timer set to the next expiry, so an expiry is
   noticed within milliseconds (:mod:`.deadlines`);
-- while pods run, their logs are relayed into the trigger's log, prefixed by replica (:mod:`.logs`);
+- while pods run, their logs are relayed into the trigger's log, prefixed by replica (:mod:`.logs`), and
+  the relay's cursor is persisted on the workload (:mod:`.log_cursor`), so a trigger restarted after a
+  triggerer crash resumes after the last relayed line instead of replaying or skipping lines;
+- an API server that stays unreachable for ``[airflow_k8s_ml] api_unreachable_timeout`` (15 min) ends the
+  wait with an error naming the endpoint and the last error (the retry adopts the workload if it runs);
 - exactly one :class:`~.events.WorkloadEvent` is yielded: succeeded, failed (with the failed pods, first
   failure first), deadline (the phase, the budget, the reason), or error.
 
 ``on_kill`` (the user marked the task failed/success or cleared it) deletes the workload with Foreground
 propagation; ``cleanup`` (every exit, including a triggerer restart) never does. Only the connection id is
-serialised, never kubeconfig contents. Heavy clients are imported inside ``run`` so importing this module
-stays cheap.
+serialised, never kubeconfig contents. Heavy clients are imported inside ``run``, in a worker thread
+(:func:`~airflow_k8s_ml.kube.async_client.load_clients`), so neither importing this module nor starting the
+first trigger of a triggerer blocks its event loop.
 """
 
 from __future__ import annotations
@@ -29,7 +34,6 @@ from airflow.triggers.base import BaseTrigger, TriggerEvent
 
 from airflow_k8s_ml.kube.resources import Resource, pod_label_key, resource_for
 from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
-from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.triggers.deadlines import (
     Deadlines,
     Expiry,
@@ -45,6 +49,7 @@ from airflow_k8s_ml.triggers.events import WorkloadEvent
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.async_client import AsyncKube
     from airflow_k8s_ml.kube.watch import Subscription
+    from airflow_k8s_ml.triggers.log_cursor import CursorWriter
     from airflow_k8s_ml.triggers.logs import LogRelay
 
 __all__ = ["WorkloadTrigger"]
@@ -57,6 +62,19 @@ LOG_DRAIN = 1.0
 KILL_TIMEOUT = 20.0
 #: How often to re-GET a workload the watch does not show (yet).
 REFETCH = 5.0
+#: ``[airflow_k8s_ml] api_unreachable_timeout`` when the option is not set: 15 minutes.
+API_UNREACHABLE_TIMEOUT = 900.0
+
+
+def api_unreachable_timeout() -> float:
+    """Seconds an API server may stay unreachable before a wait fails (the provider's config, else 15 min)."""
+    from airflow.configuration import conf
+
+    try:
+        value = conf.getfloat("airflow_k8s_ml", "api_unreachable_timeout", fallback=API_UNREACHABLE_TIMEOUT)
+    except (ValueError, TypeError):
+        return API_UNREACHABLE_TIMEOUT
+    return value if value > 0 else API_UNREACHABLE_TIMEOUT
 
 
 def _uid(obj: Mapping[str, Any] | None) -> str:
@@ -78,6 +96,9 @@ class WorkloadTrigger(BaseTrigger):
     :param deadlines: :meth:`Deadlines.to_payload` of the budgets.
     :param task_started_at: epoch seconds the task started (the overall budget counts from it).
     :param log_cursor: per replica, the last line already relayed (a resumed relay starts after it).
+    :param try_number: the Airflow try waiting; set, the relay's cursor is persisted on the workload for this
+        try and read back when a trigger of the same try (re)starts (None: kept in memory only, e.g. a
+        sensor watching somebody else's workload).
     :param poll_interval: LIST period if the cluster refuses watches (the only time we poll).
     :param delete_on_kill: delete the workload (Foreground) when the user kills the task.
     """
@@ -97,6 +118,7 @@ class WorkloadTrigger(BaseTrigger):
         poll_interval: float = 30.0,
         delete_on_kill: bool = True,
         api_version: str | None = None,
+        try_number: int | None = None,
     ) -> None:
         super().__init__()
         self.kind = kind
@@ -111,9 +133,11 @@ class WorkloadTrigger(BaseTrigger):
         self.poll_interval = float(poll_interval)
         self.delete_on_kill = delete_on_kill
         self.api_version = api_version
+        self.try_number = int(try_number) if try_number is not None else None
         self.resource: Resource = resource_for(api_version, kind)
         self._seen_uid = uid
         self._relay: LogRelay | None = None
+        self._cursor_writer: CursorWriter | None = None
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -131,6 +155,7 @@ class WorkloadTrigger(BaseTrigger):
                 "poll_interval": self.poll_interval,
                 "delete_on_kill": self.delete_on_kill,
                 "api_version": self.api_version,
+                "try_number": self.try_number,
             },
         )
 
@@ -157,7 +182,7 @@ class WorkloadTrigger(BaseTrigger):
                 registry.subscribe(key, self.name, wake, kube=kube, poll_interval=self.poll_interval)
             )
             stack.push_async_callback(self._close_relay)
-            waiter = _Waiter(self, kube, workload, wake, stack)
+            waiter = _Waiter(self, kube, workload, wake, stack, api_unreachable_timeout())
             while True:
                 wake.clear()
                 event = await waiter.evaluate()
@@ -195,8 +220,12 @@ class WorkloadTrigger(BaseTrigger):
         )
 
     async def _close_relay(self) -> None:
+        """Stop the log streams, then persist the last cursor (a clean exit replays nothing)."""
         if self._relay is not None:
             await self._relay.close()
+        if self._cursor_writer is not None:
+            await self._cursor_writer.flush()
+            await self._cursor_writer.close()
 
     # -- exits ------------------------------------------------------------------------------------------
     async def on_kill(self) -> None:
@@ -228,6 +257,7 @@ class _Waiter:
         workload: Subscription,
         wake: asyncio.Event,
         stack: contextlib.AsyncExitStack,
+        unreachable_timeout: float = API_UNREACHABLE_TIMEOUT,
     ) -> None:
         self.t = trigger
         self.kube = kube
@@ -240,10 +270,27 @@ class _Waiter:
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
         self.warned_pods = False
-        self.rollout: RolloutProgress | None = None  # the counts last logged (Deployment waits only)
+        self.unreachable_timeout = unreachable_timeout
+
+    def _subscriptions(self) -> list[Subscription]:
+        return [self.workload] if self.pods_sub is None else [self.workload, self.pods_sub]
+
+    def _unreachable_for(self) -> tuple[float, Subscription] | None:
+        """How long (loop seconds) the API server has not answered our watches, and through which one."""
+        now = asyncio.get_running_loop().time()
+        down = [(now - sub.unreachable_since, sub) for sub in self._subscriptions() if sub.unreachable_since]
+        return max(down, key=lambda item: item[0]) if down else None
 
     def sleep_for(self, now: float) -> float:
-        """Until the next deadline, or the heartbeat; short while the watches are still listing."""
+        """Until the next deadline, or the heartbeat; short while the watches are still listing; no later
+        than the moment an unreachable API server exhausts its budget."""
+        return min(self._sleep_for(now), self._unreachable_budget_left())
+
+    def _unreachable_budget_left(self) -> float:
+        down = self._unreachable_for()
+        return HEARTBEAT if down is None else max(self.unreachable_timeout - down[0], 0.0) + 0.001
+
+    def _sleep_for(self, now: float) -> float:
         pods_listing = self.pods_sub is not None and not self.pods_sub.synced and self.pods_sub.error is None
         if not self.workload.synced or pods_listing:
             return 1.0
@@ -258,7 +305,29 @@ class _Waiter:
         )
         return HEARTBEAT if expires is None else min(max(expires - now, 0.0) + 0.001, HEARTBEAT)
 
+    def _unreachable(self) -> WorkloadEvent | None:
+        """The error event once the API server has been unreachable for the whole budget."""
+        down = self._unreachable_for()
+        if down is None or down[0] < self.unreachable_timeout:
+            return None
+        from datetime import timedelta
+
+        from airflow_k8s_ml.triggers.deadlines import format_limit
+
+        elapsed, sub = down
+        budget = format_limit(timedelta(seconds=self.unreachable_timeout))
+        message = (
+            f"API server {sub.endpoint} unreachable for {format_limit(timedelta(seconds=round(elapsed)))} "
+            f"(api_unreachable_timeout {budget}) while waiting for {self.t._what()}; last error: "
+            f"{sub.last_error}. The {self.t.kind} may still be running: a retry adopts it if so."
+        )
+        self.t.log.error("%s", message)
+        return self.t._event("error", WorkloadState("pending"), message)
+
     async def evaluate(self) -> WorkloadEvent | None:
+        unreachable = self._unreachable()
+        if unreachable is not None:
+            return unreachable
         if self.workload.error is not None:
             message = f"cannot watch {self.t.resource.plural} in {self.t.namespace}: {self.workload.error}"
             return self.t._event("error", WorkloadState("pending"), message)
@@ -272,10 +341,6 @@ class _Waiter:
             return self.t._event("error", classify(obj, self.t.kind), message)
         self.t._seen_uid = _uid(obj)
         state = classify(obj, self.t.kind)
-        if self.t.kind == "Deployment":  # rollout progress: one line per change of the replica counts
-            self.rollout, line = progress_line(obj, self.rollout)
-            if line is not None:
-                self.t.log.info("%s", line)
         pods = await self._pods(obj)
         if pods is None:
             return None
@@ -320,9 +385,7 @@ class _Waiter:
                 get_registry().subscribe(key, self.t.name, self.wake, kube=self.kube)
             )
             if self.t.stream_logs:
-                from airflow_k8s_ml.triggers.logs import LogRelay
-
-                self.t._relay = LogRelay(self.kube, self.t.namespace, self.t.log, cursor=self.t.log_cursor)
+                self.t._relay = self._new_relay(obj)
         if self.pods_sub.error is not None:
             if not self.warned_pods:  # e.g. no RBAC to list pods: wait on the workload alone
                 self.warned_pods = True
@@ -333,12 +396,33 @@ class _Waiter:
         uid = _uid(obj)
         return [pod for pod in self.pods_sub.objects().values() if _owned_by(pod, uid)]
 
+    def _new_relay(self, obj: Mapping[str, Any]) -> LogRelay:
+        """The log relay, resuming after the furthest of the kwargs' cursor and the one a previous trigger
+        of this try persisted on the workload (read from the watch cache: no request)."""
+        from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
+        from airflow_k8s_ml.triggers.logs import LogRelay
+
+        t = self.t
+        persisted = read_cursor(obj, t.try_number)
+        if persisted:
+            t.log.info("resuming the log relay after the last line relayed for try %s", t.try_number)
+        relay = LogRelay(self.kube, t.namespace, t.log, cursor=merge_cursors(t.log_cursor, persisted))
+        if t.try_number is not None:
+            writer = CursorWriter(
+                self.kube, t.resource, t.namespace, t.name, t.try_number, lambda: relay.cursor, t.log
+            )
+            relay.on_relayed = writer.mark
+            t._cursor_writer = writer
+        return relay
+
     async def _finished(
         self, obj: Mapping[str, Any], state: WorkloadState, pods: list[dict[str, Any]]
     ) -> WorkloadEvent:
         relay = self.t._relay
         if relay is not None:
             await relay.drain(LOG_DRAIN)
+        if self.t._cursor_writer is not None:  # before the event: a crash after it replays nothing
+            await self.t._cursor_writer.flush()
         if state.succeeded:
             return self.t._event("succeeded", state, f"{self.t._what()} {state.summary()}")
         reports, warnings = await self._diagnose(obj, pods)
@@ -384,7 +468,11 @@ class _Waiter:
         candidates = pods + [p for p in gone if _uid(p) not in seen and _owned_by(p, _uid(obj))]
         reports = []
         for pod in failed_pods(candidates)[:MAX_PODS]:
-            reports.append(pod_report(pod, await self._last_lines(pod)))
+            lines, relayed = await self._last_lines(pod)
+            report = pod_report(pod, lines)
+            if relayed:
+                report["relayed"] = True  # already in the task log: the operator does not print them again
+            reports.append(report)
         warnings: list[str] = []
         try:
             uids = {_uid(obj)} | {_uid(p) for p in candidates}
@@ -393,7 +481,8 @@ class _Waiter:
             self.t.log.warning("could not read Warning events of %s: %s", self.t._what(), exc)
         return reports, warnings
 
-    async def _last_lines(self, pod: Mapping[str, Any]) -> list[str]:
+    async def _last_lines(self, pod: Mapping[str, Any]) -> tuple[list[str], bool]:
+        """The pod's last lines, and whether they were relayed into the task log (from the relay's tail)."""
         from airflow_k8s_ml.triggers.logs import stream_keys
 
         relay = self.t._relay
@@ -401,12 +490,12 @@ class _Waiter:
         if relay is not None:
             lines = [line for _, key in keys for line in relay.last_lines(key)]
             if lines:
-                return lines[-20:]
+                return lines[-20:], True
         if not keys or not (pod.get("status") or {}).get("containerStatuses"):
-            return []
+            return [], False
         name = str((pod.get("metadata") or {}).get("name"))
         try:
             text = await self.kube.log_tail(self.t.namespace, name, keys[0][0], 20)
         except Exception as exc:
-            return [f"(no logs: {exc})"]
-        return text.splitlines()[-20:]
+            return [f"(no logs: {exc})"], False
+        return text.splitlines()[-20:], False

@@ -1,0 +1,239 @@
+"""Event-loop stalls caused by our WorkloadTrigger in a fresh process, as a triggerer would see them.
+
+The triggerer warns ``Triggerer's async thread was blocked for X seconds`` when its 100 ms watchdog
+oversleeps; one such stall delays every other deferred task of that triggerer. This bench reproduces the
+triggerer's situation: a *fresh* interpreter with Airflow imported (what a triggerer has loaded before the
+first trigger arrives) imports the trigger class on its loop (``import_string``, as
+``TriggerRunner.get_trigger_by_classpath`` does), then runs N triggers concurrently against Jobs of a local
+cluster that print numbered lines (so the log relay works too) and finish. A 5 ms ticker records every
+oversleep; the report gives the largest stall, the stalls over 50 ms (when, and what the loop was doing,
+from asyncio debug's slow-callback warnings) and the phase they fell in (start-up: before every trigger has
+listed; steady: after).
+
+    python bench/trigger_loop_lag.py [--n 20] [--lines 40] [--period 0.05]
+
+The cluster runs in a child process, the waits in another fresh child, so neither the cluster's CPU nor
+this script's own imports count. Loopback only; about 30 s.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import traceback
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+CONN_ID = "kubernetes_default"
+BOUND_MS = 50.0
+
+
+# -- the child: a fresh process measuring its own loop ---------------------------------------------------
+class SlowCallbacks(logging.Handler):
+    """Collects asyncio debug's ``Executing <Handle ...> took X seconds`` warnings."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.WARNING)
+        self.messages: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        message = record.getMessage()
+        if "took" in message:
+            self.messages.append(message[:300])
+
+
+class StallSampler(threading.Thread):
+    """While the loop has not ticked for over 40 ms, sample the loop thread's stack (what blocks it)."""
+
+    def __init__(self, loop_thread: int) -> None:
+        super().__init__(daemon=True)
+        self.loop_thread = loop_thread
+        self.last_tick = time.monotonic()
+        self.samples: Counter[str] = Counter()
+        self.stop = False
+
+    def run(self) -> None:
+        while not self.stop:
+            time.sleep(0.01)
+            if time.monotonic() - self.last_tick > 0.04:
+                frame = sys._current_frames().get(self.loop_thread)
+                if frame is not None:
+                    stack = traceback.extract_stack(frame)
+                    ours = [f for f in stack if "site-packages" not in f.filename or "import" in f.name]
+                    where = " <- ".join(
+                        f"{Path(f.filename).name}:{f.lineno}:{f.name}" for f in stack[-4:][::-1]
+                    )
+                    first = next((f"{Path(f.filename).name}:{f.lineno}" for f in reversed(ours)), "?")
+                    self.samples[f"{first} | {where}"] += 1
+
+
+async def ticker(
+    stalls: list[tuple[float, float]], stop: asyncio.Event, sampler: StallSampler, period: float = 0.005
+) -> None:
+    loop = asyncio.get_running_loop()
+    while not stop.is_set():
+        before = loop.time()
+        sampler.last_tick = time.monotonic()
+        await asyncio.sleep(period)
+        late = loop.time() - before - period
+        stalls.append((before, late))
+
+
+async def child(jobs: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
+    from airflow._shared.module_loading import import_string
+
+    loop = asyncio.get_running_loop()
+    loop.set_debug(True)
+    loop.slow_callback_duration = BOUND_MS / 1000
+    slow = SlowCallbacks()
+    logging.getLogger("asyncio").addHandler(slow)
+    stalls: list[tuple[float, float]] = []
+    stop = asyncio.Event()
+    sampler = StallSampler(threading.get_ident())
+    sampler.start()
+    tick = asyncio.create_task(ticker(stalls, stop, sampler))
+    await asyncio.sleep(0.2)  # the ticker is running before the first trigger arrives
+    t0 = loop.time()
+    started = time.perf_counter()
+    trigger_class = import_string(
+        "airflow_k8s_ml.triggers.workload.WorkloadTrigger"
+    )  # on the loop, as Airflow
+    import_ms = (time.perf_counter() - started) * 1000
+    triggers = [
+        trigger_class(
+            kind="Job",
+            name=job["name"],
+            namespace=job["namespace"],
+            uid=job["uid"],
+            kubernetes_conn_id=CONN_ID,
+            task_started_at=time.time(),
+        )
+        for job in jobs
+    ]
+    first_event: list[float] = []
+
+    async def run(trigger: Any) -> str:
+        async for event in trigger.run():
+            first_event.append(loop.time())
+            await trigger.cleanup()
+            return str(event.payload["outcome"])
+        return "none"
+
+    outcomes = await asyncio.wait_for(asyncio.gather(*(run(t) for t in triggers)), timeout)
+    stop.set()
+    await tick
+    sampler.stop = True
+    from airflow_k8s_ml.kube.async_client import close_all
+    from airflow_k8s_ml.kube.watch import get_registry
+
+    await get_registry().close()
+    await close_all()
+    over = [(at - t0, late * 1000) for at, late in stalls if late * 1000 > BOUND_MS and at >= t0]
+    lates = sorted(late * 1000 for at, late in stalls if at >= t0)
+    return {
+        "triggers": len(triggers),
+        "outcomes": sorted(set(outcomes)),
+        "import_ms_on_loop": round(import_ms, 1),
+        "max_stall_ms": round(lates[-1], 1) if lates else 0.0,
+        "p99_stall_ms": round(lates[int(len(lates) * 0.99) - 1], 1) if lates else 0.0,
+        "stalls_over_50ms": [(round(at, 2), round(ms, 1)) for at, ms in over],
+        "blocked_in (10 ms samples)": dict(sampler.samples.most_common(12)),
+        "wall_s": round(loop.time() - t0, 1),
+    }
+
+
+# -- the parent: cluster, Jobs, the child ----------------------------------------------------------------
+def job_body(name: str, lines: int, period: float) -> dict[str, Any]:
+    code = (
+        f"import time\nfor i in range({lines}):\n    print(f'line {{i}}', flush=True); time.sleep({period})"
+    )
+    container = {"name": "main", "image": "python:3.11", "command": ["python", "-c", code]}
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+def parent(args: argparse.Namespace) -> dict[str, Any]:
+    sys.path.insert(0, str(ROOT))
+    from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.local_cluster.daemon import ServeOptions, start_background, stop_background
+
+    state = Path(tempfile.mkdtemp(prefix="loop-lag-"))
+    try:
+        kubeconfig = start_background(ServeOptions(state_dir=state))
+        extra = {"kube_config_path": str(kubeconfig), "namespace": "default"}
+        env = {
+            **os.environ,
+            f"AIRFLOW_CONN_{CONN_ID.upper()}": json.dumps({"conn_type": "kubernetes", "extra": extra}),
+        }
+        os.environ.update(env)
+        client = KubeClient(CONN_ID, "default")
+        namespace = f"lag-{int(time.time())}"
+        client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
+        jobs = []
+        for i in range(args.n):
+            body = job_body(f"lag-{i}", args.lines, args.period)
+            body["metadata"]["namespace"] = namespace
+            created = client.create(body)
+            jobs.append(
+                {
+                    "name": created["metadata"]["name"],
+                    "namespace": namespace,
+                    "uid": created["metadata"]["uid"],
+                }
+            )
+        client.close()
+        env["AIRFLOW__LOGGING__LOGGING_LEVEL"] = "WARNING"  # the relayed lines would drown the report
+        out = subprocess.run(
+            [sys.executable, __file__, "--child", json.dumps(jobs), "--timeout", str(args.timeout)],
+            env=env,
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            timeout=args.timeout + 60,
+        )
+        if out.returncode != 0:
+            raise SystemExit(f"child failed:\n{out.stderr[-4000:]}")
+        return dict(json.loads(out.stdout.strip().splitlines()[-1]))
+    finally:
+        stop_background(state)
+        shutil.rmtree(state, ignore_errors=True)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--n", type=int, default=20)
+    parser.add_argument("--lines", type=int, default=40)
+    parser.add_argument("--period", type=float, default=0.05)
+    parser.add_argument("--timeout", type=float, default=120.0)
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        import airflow.triggers.base  # noqa: F401  what a triggerer has loaded before its first trigger
+
+        sys.path.insert(0, str(ROOT))
+        print(json.dumps(asyncio.run(child(json.loads(args.child), args.timeout))))
+        return
+    report = parent(args)
+    print(json.dumps(report, indent=2))
+
+
+if __name__ == "__main__":
+    main()
