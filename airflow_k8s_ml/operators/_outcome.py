@@ -81,7 +81,10 @@ def event_report(
     what: str, state: WorkloadState, pods: Iterable[Mapping[str, Any]], warnings: Iterable[str]
 ) -> str:
     """Multi-line text for the task log: final state, each failed pod (first failure first) with its exit
-    code, problem and last log lines, then the Warning events - written before anything is deleted."""
+    code, problem and last log lines, then the Warning events - written before anything is deleted.
+
+    A pod whose report is marked ``relayed`` had its log relayed into the task log by the trigger: its last
+    lines are not printed a second time (every training line appears once in the task log)."""
     lines = [f"{what}: {state.summary()}"]
     for pod in pods:
         exit_code = pod.get("exit_code")
@@ -92,7 +95,10 @@ def event_report(
         if pod.get("problem"):
             head += f": {pod['problem']}"
         lines.append(head)
-        lines += [f"  | {line}" for line in pod.get("last_lines") or []]
+        if pod.get("relayed") and pod.get("last_lines"):
+            lines.append("  (its last lines are in the log above)")
+        else:
+            lines += [f"  | {line}" for line in pod.get("last_lines") or []]
     warnings = list(warnings)
     if warnings:
         lines.append("Warning events:")

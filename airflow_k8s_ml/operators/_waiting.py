@@ -97,9 +97,14 @@ class WaitSettings:
 
         return Deadlines(self.admission, self.startup, self.run, self.overall, self.overall_at)
 
-    def trigger(self, record: WorkloadRecord, *, delete_on_kill: bool) -> WorkloadTrigger:
+    def trigger(
+        self, record: WorkloadRecord, *, delete_on_kill: bool, try_number: int | None = None
+    ) -> WorkloadTrigger:
         """The deferral target. Deadlines count from the attempt's submission, so an adopting retry keeps
-        the budget the crashed worker started instead of getting a fresh one."""
+        the budget the crashed worker started instead of getting a fresh one. No log cursor is passed:
+        a first deferral and an adopting retry both relay the workload's log from its start (into this
+        try's log); a restarted trigger of the same ``try_number`` resumes after the cursor it persisted
+        on the workload."""
         from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
         return WorkloadTrigger(
@@ -115,6 +120,7 @@ class WaitSettings:
             log_cursor=None,
             poll_interval=self.poll_interval,
             delete_on_kill=delete_on_kill,
+            try_number=try_number,
         )
 
 
@@ -321,6 +327,10 @@ def with_diagnostics(
         return event
     if not reports:
         return replace(event, warnings=warnings or event.warnings)
+    relayed = {key.split("/")[0] for key in event.log_cursor or {}}  # replica or replica/container
+    for report in reports:  # lines the trigger relayed are in the task log already
+        if {str(report.get("replica")), str(report.get("pod"))} & relayed:
+            report["relayed"] = True
     message = event.message
     if event.outcome == "failed":
         message = failure_message(record.kind, record.namespace, record.name, event.workload_state, reports)

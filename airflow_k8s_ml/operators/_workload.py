@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
 
@@ -165,6 +166,7 @@ class _WorkloadOperator(BaseOperator):
         self.stream_logs = stream_logs
         self.log_lines = log_lines
         self._record: WorkloadRecord | None = None
+        self._execute_started = time.time()
 
     # -- validation -------------------------------------------------------------------------------------
     def _validate_at_parse_time(self) -> None:
@@ -320,6 +322,49 @@ class _WorkloadOperator(BaseOperator):
         return obj
 
     # -- execute: submit or adopt -----------------------------------------------------------------------
+    def _deferral_timeout(self, context: Context) -> timedelta | None:
+        """What is left of ``execution_timeout`` for this try, as the deferral's timeout.
+
+        Why: Airflow 3.3 applies ``execution_timeout`` only around ``execute``/``execute_complete`` on a
+        worker; a deferred task is bounded by the deferral's ``timeout`` alone (the scheduler's
+        ``check_trigger_timeouts``). Counting from the try's start (``ti.start_date``), the whole try stays
+        within ``execution_timeout``; :meth:`resume_execution` turns the expiry into a clean failure.
+        """
+        from datetime import datetime
+
+        if self.execution_timeout is None:
+            return None
+        start = getattr(context["ti"], "start_date", None)
+        started = start.timestamp() if isinstance(start, datetime) else self._execute_started
+        remaining = self.execution_timeout.total_seconds() - (time.time() - started)
+        return timedelta(seconds=max(remaining, 1.0))
+
+    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
+        """Resume after the deferral; a deferral that timed out (``execution_timeout`` spent while waiting
+        in the triggerer) deletes the workload and fails with a message saying so.
+
+        Airflow raises ``TaskDeferralTimeout`` here, before any method of ours runs, and the triggerer
+        cancels a timed-out trigger without ``on_kill``: without this the workload would keep training.
+        """
+        from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout
+
+        try:
+            return super().resume_execution(next_method, next_kwargs, context)
+        except TaskDeferralTimeout as exc:
+            record = self._stored(context)
+            what = f"{record.kind} {record.namespace}/{record.name}" if record is not None else self.kind
+            if record is not None:
+                from airflow_k8s_ml.operators._waiting import delete_and_wait
+
+                self._record = record
+                delete_and_wait(self._client(record.namespace), record, self.log)
+            message = (
+                f"execution_timeout {self.execution_timeout} exceeded while waiting in the triggerer for "
+                f"{what}" + ("; deleted it" if record is not None else "")
+            )
+            self.log.error("%s", message)
+            raise AirflowTaskTimeout(message) from exc
+
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
         """Let ``{{ resume_from }}`` survive Jinja: it renders to itself and is replaced at launch, when the
         checkpoint is known (rendering happens before ``execute``, too early to resolve it)."""
@@ -329,6 +374,7 @@ class _WorkloadOperator(BaseOperator):
     def execute(self, context: Context) -> Any:
         from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult
 
+        self._execute_started = time.time()
         values = self._values()
         values["manifest"] = self._manifest_source(values["manifest"], context)
         self._check_common(values)
@@ -350,10 +396,16 @@ class _WorkloadOperator(BaseOperator):
             record = self._launch(client, values, key, namespace, decision)
         self._remember(context, record)
         if self.deferrable:
+            try_number = getattr(context["ti"], "try_number", None)
             self.defer(
-                trigger=settings.trigger(record, delete_on_kill=True),
+                trigger=settings.trigger(
+                    record,
+                    delete_on_kill=True,
+                    try_number=try_number if isinstance(try_number, int) else None,
+                ),
                 method_name="execute_complete",
                 kwargs={"record": record.to_dict()},
+                timeout=self._deferral_timeout(context),
             )
         from airflow_k8s_ml.operators._waiting import poll_until_done
 

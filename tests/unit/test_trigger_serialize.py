@@ -66,6 +66,7 @@ def test_no_kubeconfig_contents_in_kwargs(tmp_path, monkeypatch) -> None:
         "poll_interval",
         "delete_on_kill",
         "api_version",
+        "try_number",
     }
 
 
