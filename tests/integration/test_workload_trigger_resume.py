@@ -1,0 +1,122 @@
+"""Across a trigger restart, an adopting retry and an API server that goes away, on the local cluster.
+
+- a trigger stopped mid-stream (what a triggerer restart does to it) and a fresh one built from the same
+  serialised kwargs relay each training line exactly once between them: the second resumes after the
+  cursor the first persisted on the Job (its kwargs carry none);
+- a silent workload causes no cursor write;
+- a wait whose API server stops answering fails after ``[airflow_k8s_ml] api_unreachable_timeout``, naming
+  the endpoint and the last error.
+
+Trigger log lines go through Airflow's structlog logger to the captured stdout (``capfd``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import re
+import time
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from airflow_k8s_ml.kube.sync_client import KubeClient
+from airflow_k8s_ml.kube.watch import WatchRegistry
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION
+from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+from tests.cluster_fixtures import use_cluster
+
+from .workload_helpers import in_thread, job, run_trigger, trigger_for
+
+COUNT_TO_30 = "import time\nfor i in range(30):\n    print(f'line {i}', flush=True); time.sleep(0.05)"
+
+
+@pytest.fixture()
+def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
+    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
+    client = KubeClient(namespace=namespace)
+    yield client
+    client.close()
+
+
+def numbers(output: str) -> Counter[int]:
+    return Counter(int(n) for n in re.findall(r"\[\w+-\w{5}\] line (\d+)", output))
+
+
+async def until_output(capfd: pytest.CaptureFixture[str], pattern: str, timeout: float = 20.0) -> str:
+    """Read the captured output until ``pattern`` shows up; returns everything read."""
+    seen = ""
+    deadline = time.monotonic() + timeout
+    while re.search(pattern, seen) is None:
+        assert time.monotonic() < deadline, f"{pattern!r} never relayed; got {seen[-500:]!r}"
+        await asyncio.sleep(0.05)
+        seen += capfd.readouterr().out
+    return seen
+
+
+async def test_a_restarted_trigger_relays_each_line_exactly_once(
+    client: KubeClient, registry: WatchRegistry, capfd: pytest.CaptureFixture[str]
+) -> None:
+    obj = await in_thread(client.create, job("chatty", COUNT_TO_30))
+    first = trigger_for(obj, try_number=1)
+    task = asyncio.create_task(run_trigger(first))
+    before = await until_output(capfd, r"\] line 8\b")
+    task.cancel()  # the triggerer stops (restart, redistribution): cancel, then cleanup
+    await asyncio.gather(task, return_exceptions=True)
+    await first.cleanup()
+    before += capfd.readouterr().out
+    persisted = json.loads(
+        (await in_thread(client.get, "batch/v1", "Job", "chatty"))["metadata"]["annotations"][
+            CURSOR_ANNOTATION
+        ]
+    )
+    assert persisted["try"] == 1 and len(persisted["streams"]) == 1
+
+    _, kwargs = first.serialize()
+    assert kwargs["log_cursor"] is None  # only the cluster remembers where the relay was
+    event = await run_trigger(WorkloadTrigger(**json.loads(json.dumps(kwargs))))
+    after = capfd.readouterr().out
+    assert event.outcome == "succeeded", event.message
+    assert "resuming the log relay after the last line relayed for try 1" in after
+    first_part, second_part = numbers(before), numbers(after)
+    assert first_part and second_part  # the restart really fell in the middle of the stream
+    assert first_part + second_part == Counter(range(30))  # each line once, none lost
+
+
+async def test_a_silent_workload_writes_no_cursor(client: KubeClient, registry: WatchRegistry) -> None:
+    obj = await in_thread(client.create, job("quiet", "import time; time.sleep(1)"))
+    trigger = trigger_for(obj, try_number=1)
+    event = await run_trigger(trigger)
+    assert event.outcome == "succeeded", event.message
+    assert trigger._cursor_writer is not None and trigger._cursor_writer.writes == 0
+    live = await in_thread(client.get, "batch/v1", "Job", "quiet")
+    assert CURSOR_ANNOTATION not in (live["metadata"].get("annotations") or {})
+
+
+async def test_an_unreachable_api_server_fails_the_wait_after_the_configured_time(
+    fresh_cluster: ClusterThread, registry: WatchRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    use_cluster(monkeypatch, fresh_cluster.kubeconfig_path, namespace="default")
+    monkeypatch.setenv("AIRFLOW__AIRFLOW_K8S_ML__API_UNREACHABLE_TIMEOUT", "1.5")
+    client = KubeClient(namespace="default")
+    obj = await in_thread(client.create, job("orphan", "pass", suspend=True))
+    client.close()
+    task = asyncio.create_task(run_trigger(trigger_for(obj, try_number=1), timeout=60))
+    deadline = time.monotonic() + 10
+    while not any(w.synced for w in registry.watches.values()):  # waiting on a healthy watch
+        assert time.monotonic() < deadline
+        await asyncio.sleep(0.05)
+    endpoint = fresh_cluster.url
+    await in_thread(fresh_cluster.stop)  # the API server goes away for good
+    stopped = time.monotonic()
+    event = await task
+    waited = time.monotonic() - stopped
+    assert event.outcome == "error"
+    assert event.message.startswith(f"API server {endpoint} unreachable for ")
+    assert (
+        "(api_unreachable_timeout 1.5s) while waiting for Job default/orphan; last error: " in event.message
+    )
+    assert "a retry adopts it if so" in event.message
+    assert waited >= 1.5
