@@ -15,10 +15,13 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.status import WorkloadState, pod_phase_kind, pod_problem, scheduling_message
+
+if TYPE_CHECKING:  # the classifiers are imported where used: the trigger module imports Deadlines on the
+    # triggerer's event loop, the status package costs ~15 ms to import
+    from airflow_k8s_ml.status import WorkloadState
 
 __all__ = [
     "Deadlines",
@@ -195,6 +198,8 @@ def phase_reason(phase: str, state: WorkloadState, pods: Iterable[Mapping[str, A
     the queue's (Job suspended); startup: the stuck container (``ImagePullBackOff: ...``) or "pods are
     starting"; running/other: the workload's own state.
     """
+    from airflow_k8s_ml.status import pod_phase_kind, pod_problem, scheduling_message
+
     pods = list(pods)
     if phase == "admission":
         for pod in pods:
@@ -285,6 +290,8 @@ def phase_hints(
     admission: the oldest waiting pod's creation, else the Suspended condition, else the workload's
     creation; startup: when the starting pods were scheduled; running: the first container start.
     """
+    from airflow_k8s_ml.status import pod_phase_kind
+
     pods = list(pods)
     running = _earliest(_started_at(pod) for pod in pods)
     in_phase = [pod for pod in pods if pod_phase_kind(pod) == phase]
