@@ -87,8 +87,12 @@ SLOW: list[tuple[float, float, str]] = []
 def time_callbacks() -> None:
     """Time every loop callback; keep the slow ones (wall ms, CPU ms, which task or callback)."""
     original = asyncio.events.Handle._run
+    loop_thread = threading.get_ident()
 
     def timed(handle: asyncio.events.Handle) -> None:
+        if threading.get_ident() != loop_thread:  # a private loop in a worker thread blocks nobody
+            original(handle)
+            return
         wall, cpu = time.perf_counter(), time.process_time()
         original(handle)
         took = time.perf_counter() - wall
