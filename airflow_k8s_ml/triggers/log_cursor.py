@@ -120,10 +120,12 @@ class CursorWriter:
         self.log = log
         self.min_interval = min_interval
         self.writes = 0  # completed patches (tests, benchmarks)
-        self._written = ""
+        self._written = encode_cursor(try_number, snapshot())  # the starting point needs no write
         self._dirty = False
         self._disabled = False
         self._last_start: float | None = None
+        self._writing = False
+        self._landed = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
 
     def mark(self) -> None:
@@ -142,9 +144,13 @@ class CursorWriter:
     async def _flush(self) -> None:
         task = self._task
         if task is not None and not task.done():
-            self._last_start = None  # no pause before the pending write
-            await asyncio.shield(task)
-        if self._dirty and not self._disabled:
+            if self._writing:  # a patch is on the wire: let it land, then stop the loop's next pause
+                self._landed.clear()
+                await self._landed.wait()
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        if not self._disabled:  # a no-op when the last written cursor is current
             self._dirty = False
             await self._write()
 
@@ -171,6 +177,7 @@ class CursorWriter:
         if value == self._written:
             return True
         body = {"metadata": {"annotations": {CURSOR_ANNOTATION: value}}}
+        self._writing = True
         try:
             await self.kube.request("PATCH", self.path, body=body, content_type=MERGE_PATCH)
         except ApiError as exc:
@@ -182,6 +189,9 @@ class CursorWriter:
             else:
                 self._dirty = True
             return False
+        finally:
+            self._writing = False
+            self._landed.set()
         self._written = value
         self.writes += 1
         return True

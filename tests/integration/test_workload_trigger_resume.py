@@ -3,6 +3,7 @@
 - a trigger stopped mid-stream (what a triggerer restart does to it) and a fresh one built from the same
   serialised kwargs relay each training line exactly once between them: the second resumes after the
   cursor the first persisted on the Job (its kwargs carry none);
+- cursor writes coalesce (a burst costs two patches) and a clean exit flushes the last one at once;
 - a silent workload causes no cursor write;
 - a wait whose API server stops answering fails after ``[airflow_k8s_ml] api_unreachable_timeout``, naming
   the endpoint and the last error.
@@ -14,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import re
 import time
 from collections import Counter
@@ -21,10 +23,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from airflow_k8s_ml.kube.async_client import get_kube
+from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION
+from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, CursorWriter
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 from tests.cluster_fixtures import use_cluster
 
@@ -83,6 +87,34 @@ async def test_a_restarted_trigger_relays_each_line_exactly_once(
     first_part, second_part = numbers(before), numbers(after)
     assert first_part and second_part  # the restart really fell in the middle of the stream
     assert first_part + second_part == Counter(range(30))  # each line once, none lost
+
+
+async def test_cursor_writes_coalesce_and_the_last_is_flushed(
+    client: KubeClient, registry: WatchRegistry
+) -> None:
+    obj = await in_thread(client.create, job("burst", "pass", suspend=True))
+    namespace = obj["metadata"]["namespace"]
+    cursor: dict[str, dict[str, object]] = {}
+    writer = CursorWriter(
+        await get_kube(),
+        resource_for("batch/v1", "Job"),
+        namespace,
+        "burst",
+        4,
+        lambda: cursor,
+        logging.getLogger("test"),
+        min_interval=60.0,
+    )
+    for n in range(1, 51):  # a burst of 50 relayed lines
+        cursor["burst-abcde"] = {"ts": "2024-05-01T10:00:01.5Z", "n": n}
+        writer.mark()
+        await asyncio.sleep(0)
+    await writer.flush()  # a clean exit: the pending cursor is written at once, not after the interval
+    live = await in_thread(client.get, "batch/v1", "Job", "burst")
+    value = json.loads(live["metadata"]["annotations"][CURSOR_ANNOTATION])
+    assert value == {"try": 4, "streams": {"burst-abcde": {"ts": "2024-05-01T10:00:01.5Z", "n": 50}}}
+    assert writer.writes == 2  # the first line at once, then the rest of the burst in one write
+    await writer.close()
 
 
 async def test_a_silent_workload_writes_no_cursor(client: KubeClient, registry: WatchRegistry) -> None:
