@@ -17,9 +17,10 @@ How it waits (the cncf ``KubernetesJobTrigger`` polls every 10 s over a new TLS 
 
 ``on_kill`` (the user marked the task failed/success or cleared it) deletes the workload with Foreground
 propagation; ``cleanup`` (every exit, including a triggerer restart) never does. Only the connection id is
-serialised, never kubeconfig contents. Heavy clients are imported inside ``run``, in a worker thread
-(:func:`~airflow_k8s_ml.kube.async_client.load_clients`), so neither importing this module nor starting the
-first trigger of a triggerer blocks its event loop.
+serialised, never kubeconfig contents. The wait itself (:mod:`._waiter`) and the heavy clients
+(:func:`~airflow_k8s_ml.kube.async_client.load_clients`) are imported inside ``run``, in worker threads, so
+neither importing this module (the triggerer does it on its event loop) nor starting the first trigger of a
+triggerer blocks that loop.
 """
 
 from __future__ import annotations
