@@ -3,6 +3,9 @@
 - a trigger stopped mid-stream (what a triggerer restart does to it) and a fresh one built from the same
   serialised kwargs relay each training line exactly once between them: the second resumes after the
   cursor the first persisted on the Job (its kwargs carry none);
+- the same across a real ``kill -9`` of the process running the trigger, landing between two bursts of
+  lines once the first burst's cursor is on the Job (the documented window is a kill within milliseconds
+  of a line);
 - cursor writes coalesce (a burst costs two patches) and a clean exit flushes the last one at once;
 - a silent workload causes no cursor write;
 - a wait whose API server stops answering fails after ``[airflow_k8s_ml] api_unreachable_timeout``, naming
@@ -16,10 +19,15 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import signal
+import subprocess
+import sys
 import time
 from collections import Counter
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -32,7 +40,7 @@ from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, CursorWriter
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 from tests.cluster_fixtures import use_cluster
 
-from .workload_helpers import in_thread, job, run_trigger, trigger_for
+from .workload_helpers import in_thread, job, metric, run_trigger, trigger_for
 
 COUNT_TO_30 = "import time\nfor i in range(30):\n    print(f'line {i}', flush=True); time.sleep(0.05)"
 
@@ -152,3 +160,88 @@ async def test_an_unreachable_api_server_fails_the_wait_after_the_configured_tim
     )
     assert "a retry adopts it if so" in event.message
     assert waited >= 1.5
+
+
+TWO_BURSTS = (
+    "import time\n"
+    "for i in range(20):\n"
+    "    print(f'line {i}', flush=True); time.sleep(0.02)\n"
+    "    if i == 9: time.sleep(4)"
+)
+
+TRIGGERER = """
+import asyncio, json, sys
+from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+async def main():
+    trigger = WorkloadTrigger(**json.loads(sys.argv[1]))
+    async for event in trigger.run():
+        print("EVENT", event.payload["outcome"], flush=True)
+
+asyncio.run(main())
+"""
+
+
+def _triggerer(kwargs: dict[str, object]) -> subprocess.Popen[str]:
+    return subprocess.Popen(
+        [sys.executable, "-c", TRIGGERER, json.dumps(kwargs)],
+        cwd=Path(__file__).resolve().parents[2],
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},  # each relayed line reaches us as it is logged
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def _stamp_of(client: KubeClient, namespace: str, pod: str, text: str) -> str:
+    """The kubelet's timestamp of the log line ``text`` (what the relay's cursor records)."""
+    path = f"/api/v1/namespaces/{namespace}/pods/{pod}/log"
+    for line in client.get_raw(path, [("timestamps", "true")]).decode().splitlines():
+        stamp, _, rest = line.partition(" ")
+        if rest == text:
+            return stamp
+    raise AssertionError(f"{text!r} not in the log of {pod}")
+
+
+@pytest.mark.slow  # two fresh interpreters importing Airflow: ~15 s on 2 cores
+def test_a_kill_9_between_bursts_loses_and_repeats_nothing(client: KubeClient, namespace: str) -> None:
+    obj = client.create(job("bursts", TWO_BURSTS, suspend=True))  # starts once the trigger watches it
+    kwargs = {
+        "kind": "Job",
+        "name": "bursts",
+        "namespace": namespace,
+        "uid": obj["metadata"]["uid"],
+        "task_started_at": time.time(),
+        "try_number": 1,
+    }
+    watchers = metric(client, "apiserver_registered_watchers")
+    first = _triggerer(kwargs)
+    try:
+        deadline = time.monotonic() + 60
+        while metric(client, "apiserver_registered_watchers") < watchers + 1:
+            assert time.monotonic() < deadline and first.poll() is None, "the trigger never watched"
+            time.sleep(0.05)
+        client.patch("batch/v1", "Job", "bursts", namespace, {"spec": {"suspend": False}})
+        before = []
+        assert first.stdout is not None
+        for line in first.stdout:  # the first burst reaches the trigger's log
+            before.append(line)
+            if re.search(r"\] line 9\b", line):
+                break
+        [pod] = client.pods_of("Job", "bursts")
+        stamp = _stamp_of(client, namespace, pod["metadata"]["name"], "line 9")
+        deadline = time.monotonic() + 10
+        while True:  # ... and its cursor reaches the Job
+            annotations = (client.get("batch/v1", "Job", "bursts") or {})["metadata"].get("annotations") or {}
+            streams = json.loads(annotations.get(CURSOR_ANNOTATION, '{"streams": {}}'))["streams"]
+            if any(cursor["ts"] == stamp for cursor in streams.values()):
+                break
+            assert time.monotonic() < deadline, f"cursor never reached line 9 ({stamp}): {annotations}"
+            time.sleep(0.02)
+    finally:
+        first.send_signal(signal.SIGKILL)  # no cleanup, no flush: the process is gone
+        first.wait()
+    second = _triggerer(kwargs)
+    after, _ = second.communicate(timeout=60)
+    assert "EVENT succeeded" in after, after[-3000:]
+    assert numbers("".join(before)) + numbers(after) == Counter(range(20)), (before, after)
