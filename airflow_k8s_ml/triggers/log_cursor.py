@@ -34,6 +34,7 @@ from typing import Any
 
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.resources import Resource
+from airflow_k8s_ml.kube.retry import is_retryable
 from airflow_k8s_ml.manifests.naming import ANNOTATION_PREFIX
 from airflow_k8s_ml.triggers.logs import Cursor, timestamp_key
 
@@ -97,8 +98,9 @@ class CursorWriter:
     """Writes the relay's cursor onto the workload: at most one patch in flight, one per ``min_interval``.
 
     ``snapshot`` returns the current cursor (the relay's); :meth:`mark` is called after every relayed line.
-    A 403 (no RBAC to patch the workload) or 404 (it is gone) disables the writer with one warning: the
-    relay goes on, only a restart would replay lines.
+    An answer no retry changes (403: no RBAC to patch the workload; 404: it is gone) disables the writer
+    with one warning: the relay goes on, only a restart would replay lines. A lost connection or a 5xx
+    leaves the cursor pending for the next line or the final flush.
     """
 
     def __init__(
@@ -181,7 +183,7 @@ class CursorWriter:
         try:
             await self.kube.request("PATCH", self.path, body=body, content_type=MERGE_PATCH)
         except ApiError as exc:
-            if exc.status in (403, 404):
+            if not is_retryable(exc):  # 403 (RBAC), 404 (gone), 422...: no later write would fare better
                 self._disabled = True
                 self.log.warning(
                     "cannot persist the log cursor (%s); a restarted trigger may repeat lines", exc
