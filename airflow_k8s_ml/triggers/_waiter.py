@@ -18,6 +18,7 @@ from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.triggers.deadlines import (
     Deadlines,
     Expiry,
@@ -49,11 +50,12 @@ API_UNREACHABLE_TIMEOUT = 900.0
 
 
 def api_unreachable_timeout() -> float:
-    """Seconds an API server may stay unreachable before a wait fails (the provider's config, else 15 min)."""
-    from airflow.configuration import conf
+    """Seconds an API server may stay unreachable before a wait fails: ``[airflow_k8s_ml]
+    api_unreachable_timeout`` (:mod:`airflow_k8s_ml.config`), else 15 minutes (also for a bad value)."""
+    from airflow_k8s_ml.config import get_float
 
     try:
-        value = conf.getfloat("airflow_k8s_ml", "api_unreachable_timeout", fallback=API_UNREACHABLE_TIMEOUT)
+        value = get_float("api_unreachable_timeout")
     except (ValueError, TypeError):
         return API_UNREACHABLE_TIMEOUT
     return value if value > 0 else API_UNREACHABLE_TIMEOUT
@@ -114,6 +116,7 @@ class Waiter:
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
         self.warned_pods = False
+        self.rollout: RolloutProgress | None = None  # the counts last logged (Deployment waits only)
         self.unreachable_timeout = unreachable_timeout
 
     def _subscriptions(self) -> list[Subscription]:
@@ -185,6 +188,10 @@ class Waiter:
             return self.t._event("error", classify(obj, self.t.kind), message)
         self.t._seen_uid = _uid(obj)
         state = classify(obj, self.t.kind)
+        if self.t.kind == "Deployment":  # rollout progress: one line per change of the replica counts
+            self.rollout, line = progress_line(obj, self.rollout)
+            if line is not None:
+                self.t.log.info("%s", line)
         pods = await self._pods(obj)
         if pods is None:
             return None
