@@ -45,6 +45,7 @@ bench: $(STAMP)
 	$(PY) bench/parse_cost.py
 	$(PY) bench/checkpoint_verify.py
 	$(PY) bench/wait_efficiency.py
+	$(PY) bench/trigger_loop_lag.py
 
 local-up: $(STAMP)
 	$(VENV)/bin/airflow-k8s-ml local up
