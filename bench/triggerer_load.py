@@ -125,7 +125,6 @@ def run(n: int, hold: float) -> None:
         env = {
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": _conn(ours),
             "AIRFLOW_CONN_KUBERNETES_CNCF": _conn(cncf),
-            "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
             # Task starts are CPU-bound here (the cncf operator imports the Kubernetes client at DAG parse):
             # few at a time, and a parse timeout that a loaded 2-core machine cannot trip.
             "AIRFLOW__CORE__PARALLELISM": "4",
@@ -171,7 +170,12 @@ def run(n: int, hold: float) -> None:
                     thread = threading.Thread(target=fire, daemon=True)
                     thread.start()
                     threads.append(thread)
-            rest.wait_run(DAG_ID, run_id, timeout=hold + 600)
+            try:
+                rest.wait_run(DAG_ID, run_id, timeout=hold + 600)
+            except TimeoutError:
+                states = sorted((ti["task_id"], ti["map_index"], ti["state"]) for ti in rest.task_instances(DAG_ID, run_id))
+                print(f"the run did not finish; task states: {states}")
+                raise
             finished_at = time.time()
             after = {"ours": _requests(ours), "cncf": _requests(cncf)}
             tis = rest.task_instances(DAG_ID, run_id)

@@ -131,11 +131,6 @@ def _uid(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("uid") or "")
 
 
-def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return not refs or not uid or any(ref.get("uid") == uid for ref in refs)
-
-
 def _event(
     record: WorkloadRecord, outcome: str, state: WorkloadState, message: str, **extra: Any
 ) -> WorkloadEvent:
@@ -178,6 +173,7 @@ def evaluate_once(
 ) -> WorkloadEvent | None:
     """One look at the workload: an event if it finished, vanished or ran out of time, else None."""
     from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+    from airflow_k8s_ml.status.pod import owned_by
     from airflow_k8s_ml.triggers.deadlines import check_deadlines, phase_hints, phase_reason
     from airflow_k8s_ml.triggers.diagnostics import failure_message
 
@@ -189,7 +185,7 @@ def evaluate_once(
         message = f"{what} was replaced (uid {_uid(obj)}, waited for {record.uid})"
         return _event(record, "error", classify(obj, record.kind), message)
     state = classify(obj, record.kind)
-    pods = [p for p in client.pods_of(record.kind, record.name, record.namespace) if _owned_by(p, _uid(obj))]
+    pods = [p for p in client.pods_of(record.kind, record.name, record.namespace) if owned_by(p, _uid(obj))]
     if state.succeeded:
         return _event(record, "succeeded", state, f"{what} {state.summary()}")
     if state.failed:
@@ -305,6 +301,7 @@ def with_diagnostics(
     """
     from dataclasses import replace
 
+    from airflow_k8s_ml.status.pod import owned_by
     from airflow_k8s_ml.triggers.diagnostics import failure_message
 
     informative = any(
@@ -317,7 +314,7 @@ def with_diagnostics(
         if obj is None:
             return event
         pods = [
-            p for p in client.pods_of(record.kind, record.name, record.namespace) if _owned_by(p, _uid(obj))
+            p for p in client.pods_of(record.kind, record.name, record.namespace) if owned_by(p, _uid(obj))
         ]
         reports, warnings = _diagnose(client, obj, pods, lines, every_pod=event.outcome == "deadline")
     except Exception as exc:  # diagnostics must never hide the real error

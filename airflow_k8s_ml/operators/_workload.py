@@ -49,6 +49,9 @@ if TYPE_CHECKING:
 
 __all__ = ["Placement", "_WorkloadOperator", "inject_env", "parse_time_key"]
 
+#: At most this many last lines per container when a finished workload's log is backfilled into the task log.
+BACKFILL_LINES = 10_000
+
 #: A string ``manifest=`` ending so is a file to read (else it is YAML text).
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -387,6 +390,7 @@ class _WorkloadOperator(BaseOperator):
 
         decision = self._decide(context, client, key, namespace)
         if isinstance(decision, ReturnResult):
+            self._backfill_logs(client, decision, namespace)
             return self._return_existing(decision, namespace)
         if isinstance(decision, Adopt):
             for other in decision.others:  # never created by us on purpose; say so rather than hide it
@@ -453,6 +457,39 @@ class _WorkloadOperator(BaseOperator):
             for obj in client.list(self.api_version, self.kind, namespace, key.label_selector())
         ]
         return decide(self._stored(context), found)
+
+    def _backfill_logs(self, client: KubeClient, decision: ReturnResult, namespace: str) -> None:
+        """A workload that finished while no trigger relayed it (the worker died between creating it and
+        deferring): its lines have reached no try's log, so this try logs them, from the pod logs.
+
+        The log cursor annotation is the evidence: a trigger that relayed any line of it wrote one, and
+        then those lines are in that try's log already. Best effort: pods may be gone (TTL, eviction)."""
+        from airflow_k8s_ml.status.pod import owned_by
+        from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION
+        from airflow_k8s_ml.triggers.logs import stream_keys
+
+        workload = decision.workload
+        if decision.cached is not None or workload is None or not self.stream_logs:
+            return
+        if CURSOR_ANNOTATION in ((workload.obj.get("metadata") or {}).get("annotations") or {}):
+            return
+        pods = sorted(
+            (p for p in client.pods_of(self.kind, workload.name, namespace)
+             if owned_by(p, workload.uid)),
+            key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+        )
+        if not pods:
+            self.log.info("no pods of %s %s/%s are left to read its log from", self.kind, namespace,
+                          workload.name)
+            return
+        self.log.info("%s %s/%s finished while no trigger relayed its log; its pods' logs:", self.kind,
+                      namespace, workload.name)
+        for pod in pods:
+            name = str((pod.get("metadata") or {}).get("name"))
+            for container, replica in stream_keys(pod):
+                text = client.pod_log_tail(name, namespace, container, lines=BACKFILL_LINES)
+                for line in text.splitlines():
+                    self.log.info("[%s] %s", replica, line)
 
     def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
         from airflow_k8s_ml.operators._outcome import result_payload

@@ -15,6 +15,7 @@ from airflow_k8s_ml.status._conditions import find, status_of
 __all__ = [
     "WAITING_PROBLEMS",
     "PodPhaseKind",
+    "owned_by",
     "pod_phase_kind",
     "pod_problem",
     "pods_phase_kind",
@@ -152,3 +153,10 @@ def pods_phase_kind(pods: Iterable[Mapping[str, Any]]) -> PodPhaseKind | None:
     if not kinds:
         return None
     return min(kinds, key=_ORDER.index)
+
+
+def owned_by(pod: Mapping[str, Any], uid: str) -> bool:
+    """The pod belongs to the workload instance ``uid``: a same-name predecessor's pods are not its own
+    (no owner references, or no uid to compare, counts as ours)."""
+    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    return not refs or not uid or any(ref.get("uid") == uid for ref in refs)

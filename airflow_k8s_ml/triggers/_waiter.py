@@ -18,6 +18,7 @@ from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.triggers.deadlines import (
     Deadlines,
@@ -63,12 +64,6 @@ def api_unreachable_timeout() -> float:
 
 def _uid(obj: Mapping[str, Any] | None) -> str:
     return str(((obj or {}).get("metadata") or {}).get("uid") or "")
-
-
-def _owned_by(pod: Mapping[str, Any], uid: str) -> bool:
-    """The pod belongs to this workload instance (a same-name predecessor's pods are ignored)."""
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return not refs or not uid or any(ref.get("uid") == uid for ref in refs)
 
 
 async def wait(t: WorkloadTrigger) -> WorkloadEvent:
@@ -243,7 +238,7 @@ class Waiter:
         if not self.pods_sub.synced:
             return None
         uid = _uid(obj)
-        return [pod for pod in self.pods_sub.objects().values() if _owned_by(pod, uid)]
+        return [pod for pod in self.pods_sub.objects().values() if owned_by(pod, uid)]
 
     def _new_relay(self, obj: Mapping[str, Any]) -> LogRelay:
         """The log relay, resuming after the furthest of the kwargs' cursor and the one a previous trigger
@@ -311,7 +306,7 @@ class Waiter:
         """Failed pods (incl. deleted ones) with their last lines, and Warning events. Never raises."""
         gone = list(self.pods_sub.tombstones.values()) if self.pods_sub is not None else []
         seen = {_uid(p) for p in pods}
-        candidates = pods + [p for p in gone if _uid(p) not in seen and _owned_by(p, _uid(obj))]
+        candidates = pods + [p for p in gone if _uid(p) not in seen and owned_by(p, _uid(obj))]
         reports = []
         for pod in failed_pods(candidates)[:MAX_PODS]:
             lines, relayed = await self._last_lines(pod)

@@ -36,6 +36,7 @@ def read_live(kubernetes_conn_id: str, api_version: str, kind: str, name: str, n
     from airflow_k8s_ml.kube.retry import RetryPolicy
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.status import classify, deadline_phase
+    from airflow_k8s_ml.status.pod import owned_by
     from airflow_k8s_ml.triggers.deadlines import phase_hints
 
     client = KubeClient(
@@ -49,14 +50,10 @@ def read_live(kubernetes_conn_id: str, api_version: str, kind: str, name: str, n
             )
         state = classify(obj, kind)
         uid = str((obj.get("metadata") or {}).get("uid") or "")
-        pods = [p for p in client.pods_of(kind, name, namespace) if _owned_by(p, uid)]
+        pods = [p for p in client.pods_of(kind, name, namespace) if owned_by(p, uid)]
         phase = deadline_phase(state, pods)
         since, running = phase_hints(phase, obj, pods)
         return LiveStatus(state.to_payload(), phase, since, running)
     finally:
         client.close()
 
-
-def _owned_by(pod: dict[str, Any], uid: str) -> bool:
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
-    return not refs or not uid or any(ref.get("uid") == uid for ref in refs)
