@@ -71,7 +71,11 @@ def _cluster(state: Path) -> Any:
     from airflow_k8s_ml.local_cluster.cluster import ClusterThread
     from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity
 
-    return ClusterThread(ClusterSettings(state_dir=state, capacity=NodeCapacity(cpu="1000", memory="1000Gi")))
+    # run_as_non_root="warn" as in the demo: the local "image" is this machine's Python/shell, which runs as
+    # the cluster's user, and our operators default to runAsNonRoot (see docs/local-cluster.md).
+    settings = ClusterSettings(state_dir=state, capacity=NodeCapacity(cpu="1000", memory="1000Gi"),
+                               run_as_non_root="warn")
+    return ClusterThread(settings)
 
 
 def _requests(cluster: Any) -> int:
