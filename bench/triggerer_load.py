@@ -177,7 +177,8 @@ def run(n: int, hold: float) -> None:
             try:
                 rest.wait_run(DAG_ID, run_id, timeout=hold + 600)
             except TimeoutError:
-                states = sorted((ti["task_id"], ti["map_index"], ti["state"]) for ti in rest.task_instances(DAG_ID, run_id))
+                tis = rest.task_instances(DAG_ID, run_id)
+                states = sorted((ti["task_id"], ti["map_index"], ti["state"]) for ti in tis)
                 print(f"the run did not finish; task states: {states}")
                 raise
             finished_at = time.time()
