@@ -5,9 +5,9 @@ the UI's configuration page show every option with its default and description) 
 (so a reader never repeats a default). Values come from Airflow's configuration (``airflow.cfg`` or
 ``AIRFLOW__AIRFLOW_K8S_ML__<OPTION>``); without Airflow's config loaded the declared default applies.
 
-Some options declare, with their current values, constants that the operator, trigger, watch and log-relay
-modules do not read from here yet (see docs/ui.md); each such module switches to :func:`get_float` /
-:func:`get_int` on its own schedule.
+Every option declared here is read: the links and the Training tab read theirs on use, the trigger reads
+the waiting ones once per wait (``triggers/_waiter.Timings``). A constant becomes an option only together
+with the code that reads it.
 
 Import-light: Airflow's ``conf`` is imported inside :func:`get`, never at module import.
 """
@@ -57,17 +57,6 @@ OPTIONS: dict[str, Option] = {
         "900",
         "300",
     ),
-    "poll_interval": Option(
-        "Seconds between status reads when a wait polls (``deferrable=False``, or a cluster that refuses "
-        "watches); the operators' ``poll_interval`` default.",
-        "float",
-        "30",
-    ),
-    "failure_log_lines": Option(
-        "Last log lines per failed pod copied into the task log on failure (the operators' ``log_lines``).",
-        "integer",
-        "50",
-    ),
     "log_relay_max_line": Option(
         "Characters of one relayed pod log line kept in the task log while deferred (longer lines are cut).",
         "integer",
@@ -87,24 +76,6 @@ OPTIONS: dict[str, Option] = {
         "How often a trigger re-reads a workload its watch does not show yet.",
         "float",
         "5",
-    ),
-    "watch_timeout_seconds": Option(
-        "Server-side ``timeoutSeconds`` of one watch request (jittered up to twice this, as client-go does); "
-        "the watch then resumes from the last resourceVersion.",
-        "integer",
-        "300",
-    ),
-    "watch_inactivity_grace_seconds": Option(
-        "Added to the watch timeout for the client-side read timeout, so a silently dead connection is "
-        "noticed.",
-        "float",
-        "30",
-    ),
-    "deadline_delete_wait_seconds": Option(
-        "After a deadline expires, how long the task waits for the Foreground deletion of the workload "
-        "(pods gone, GPUs free) before failing anyway.",
-        "float",
-        "60",
     ),
     "ui_s3_max_workers": Option(
         "Parallel manifest reads of the Training tab (one listing plus one GET per new checkpoint).",

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
@@ -32,7 +32,7 @@ from airflow_k8s_ml.triggers.deadlines import (
 from airflow_k8s_ml.triggers.diagnostics import MAX_PODS, failed_pods, failure_message, pod_report
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
-from airflow_k8s_ml.triggers.logs import LogRelay, stream_keys
+from airflow_k8s_ml.triggers.logs import MAX_LINE, LogRelay, stream_keys
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.async_client import AsyncKube
@@ -50,16 +50,39 @@ REFETCH = 5.0
 API_UNREACHABLE_TIMEOUT = 900.0
 
 
-def api_unreachable_timeout() -> float:
-    """Seconds an API server may stay unreachable before a wait fails: ``[airflow_k8s_ml]
-    api_unreachable_timeout`` (:mod:`airflow_k8s_ml.config`), else 15 minutes (also for a bad value)."""
+def _option(name: str, fallback: float) -> float:
+    """A positive ``[airflow_k8s_ml]`` option (:mod:`airflow_k8s_ml.config`); ``fallback`` for a bad value."""
     from airflow_k8s_ml.config import get_float
 
     try:
-        value = get_float("api_unreachable_timeout")
+        value = get_float(name)
     except (ValueError, TypeError):
-        return API_UNREACHABLE_TIMEOUT
-    return value if value > 0 else API_UNREACHABLE_TIMEOUT
+        return fallback
+    return value if value > 0 else fallback
+
+
+def api_unreachable_timeout() -> float:
+    """Seconds an API server may stay unreachable before a wait fails: ``[airflow_k8s_ml]
+    api_unreachable_timeout``, else 15 minutes (also for a bad value)."""
+    return _option("api_unreachable_timeout", API_UNREACHABLE_TIMEOUT)
+
+
+class Timings(NamedTuple):
+    """The wait's timings from the provider's config, read once per wait (in-memory lookups)."""
+
+    heartbeat: float = HEARTBEAT
+    refetch: float = REFETCH
+    log_drain: float = LOG_DRAIN
+    max_line: int = MAX_LINE
+
+    @classmethod
+    def configured(cls) -> Timings:
+        return cls(
+            heartbeat=_option("trigger_heartbeat_seconds", HEARTBEAT),
+            refetch=_option("trigger_refetch_seconds", REFETCH),
+            log_drain=_option("log_relay_drain_seconds", LOG_DRAIN),
+            max_line=int(_option("log_relay_max_line", MAX_LINE)),
+        )
 
 
 def _uid(obj: Mapping[str, Any] | None) -> str:
@@ -78,7 +101,7 @@ async def wait(t: WorkloadTrigger) -> WorkloadEvent:
             registry.subscribe(key, t.name, wake, kube=kube, poll_interval=t.poll_interval)
         )
         stack.push_async_callback(t._close_relay)
-        waiter = Waiter(t, kube, workload, wake, stack, api_unreachable_timeout())
+        waiter = Waiter(t, kube, workload, wake, stack, api_unreachable_timeout(), Timings.configured())
         while True:
             wake.clear()
             event = await waiter.evaluate()
@@ -86,6 +109,9 @@ async def wait(t: WorkloadTrigger) -> WorkloadEvent:
                 return event
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(wake.wait(), waiter.sleep_for(time.time()))
+
+
+DEFAULT_TIMINGS = Timings()
 
 
 class Waiter:
@@ -99,6 +125,7 @@ class Waiter:
         wake: asyncio.Event,
         stack: contextlib.AsyncExitStack,
         unreachable_timeout: float = API_UNREACHABLE_TIMEOUT,
+        timings: Timings = DEFAULT_TIMINGS,
     ) -> None:
         self.t = trigger
         self.kube = kube
@@ -113,6 +140,7 @@ class Waiter:
         self.warned_pods = False
         self.rollout: RolloutProgress | None = None  # the counts last logged (Deployment waits only)
         self.unreachable_timeout = unreachable_timeout
+        self.timings = timings
 
     def _subscriptions(self) -> list[Subscription]:
         return [self.workload] if self.pods_sub is None else [self.workload, self.pods_sub]
@@ -130,14 +158,16 @@ class Waiter:
 
     def _unreachable_budget_left(self) -> float:
         down = self._unreachable_for()
-        return HEARTBEAT if down is None else max(self.unreachable_timeout - down[0], 0.0) + 0.001
+        if down is None:
+            return self.timings.heartbeat
+        return max(self.unreachable_timeout - down[0], 0.0) + 0.001
 
     def _sleep_for(self, now: float) -> float:
         pods_listing = self.pods_sub is not None and not self.pods_sub.synced and self.pods_sub.error is None
         if not self.workload.synced or pods_listing:
             return 1.0
         if self.clock.phase is None or self.deadlines.is_empty():
-            return HEARTBEAT
+            return self.timings.heartbeat
         expires = next_expiry_at(
             self.deadlines,
             task_started_at=self.t.task_started_at,
@@ -145,7 +175,8 @@ class Waiter:
             phase_since=self.clock.since,
             running_since=self.clock.running_since,
         )
-        return HEARTBEAT if expires is None else min(max(expires - now, 0.0) + 0.001, HEARTBEAT)
+        heartbeat = self.timings.heartbeat
+        return heartbeat if expires is None else min(max(expires - now, 0.0) + 0.001, heartbeat)
 
     def _unreachable(self) -> WorkloadEvent | None:
         """The error event once the API server has been unreachable for the whole budget."""
@@ -203,7 +234,7 @@ class Waiter:
         if obj is not None or self.t.name in self.workload.tombstones:
             return obj
         now = time.monotonic()
-        if self.fetched_at is None or now - self.fetched_at >= REFETCH:
+        if self.fetched_at is None or now - self.fetched_at >= self.timings.refetch:
             self.fetched_at = now
             self.fetched = await self.kube.get(self.t.resource, self.t.namespace, self.t.name)
         return self.fetched
@@ -247,7 +278,10 @@ class Waiter:
         persisted = read_cursor(obj, t.try_number)
         if persisted:
             t.log.info("resuming the log relay after the last line relayed for try %s", t.try_number)
-        relay = LogRelay(self.kube, t.namespace, t.log, cursor=merge_cursors(t.log_cursor, persisted))
+        relay = LogRelay(
+            self.kube, t.namespace, t.log, cursor=merge_cursors(t.log_cursor, persisted),
+            max_line=self.timings.max_line,
+        )
         if t.try_number is not None:
             writer = CursorWriter(
                 self.kube, t.resource, t.namespace, t.name, t.try_number, lambda: relay.cursor, t.log
@@ -261,7 +295,7 @@ class Waiter:
     ) -> WorkloadEvent:
         relay = self.t._relay
         if relay is not None:
-            await relay.drain(LOG_DRAIN)
+            await relay.drain(self.timings.log_drain)
         if self.t._cursor_writer is not None:  # before the event: a crash after it replays nothing
             await self.t._cursor_writer.flush()
         if state.succeeded:

@@ -142,8 +142,10 @@ class LogRelay:
         keep_lines: int = 20,
         reconnect_delay: float = 0.5,
         max_streams: int = 64,
+        max_line: int = MAX_LINE,
     ) -> None:
         self.kube = kube
+        self.max_line = max_line
         self.namespace = namespace
         self.log = log
         self.cursor: dict[str, Cursor] = {k: dict(v) for k, v in (cursor or {}).items()}
@@ -255,6 +257,6 @@ class LogRelay:
         moved = advance(self.cursor.get(key), stamp)
         if moved is not None:
             self.cursor[key] = moved
-        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text[:MAX_LINE])
+        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text[: self.max_line])
         if moved is not None and self.on_relayed is not None:
             self.on_relayed()

@@ -105,14 +105,32 @@ def test_airflow_reads_the_config_defaults_and_overrides(tmp_path: Path) -> None
         "from airflow.configuration import conf\n"
         "from airflow_k8s_ml import config\n"
         "print(conf.get('airflow_k8s_ml', 'api_unreachable_timeout'),"
-        " config.get_int('watch_timeout_seconds'), repr(config.get('dashboard_url_template')))\n"
+        " config.get_float('trigger_heartbeat_seconds'), repr(config.get('dashboard_url_template')))\n"
     )
     env = {
         "AIRFLOW_HOME": str(tmp_path),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__AIRFLOW_K8S_ML__WATCH_TIMEOUT_SECONDS": "120",
+        "AIRFLOW__AIRFLOW_K8S_ML__TRIGGER_HEARTBEAT_SECONDS": "120",
         "PATH": "/usr/bin:/bin",
     }
     out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "900 120 ''"
+    assert out.stdout.strip().splitlines()[-1] == "900 120.0 ''"
+
+
+def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
+    """A declared waiting option changes what a wait does (no option is declared and then ignored)."""
+    code = (
+        "from airflow_k8s_ml.triggers._waiter import Timings\n"
+        "print(tuple(Timings.configured()), tuple(Timings()))\n"
+    )
+    env = {
+        "AIRFLOW_HOME": str(tmp_path),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__AIRFLOW_K8S_ML__TRIGGER_HEARTBEAT_SECONDS": "7",
+        "AIRFLOW__AIRFLOW_K8S_ML__LOG_RELAY_MAX_LINE": "80",
+        "PATH": "/usr/bin:/bin",
+    }
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "(7.0, 5.0, 1.0, 80) (60.0, 5.0, 1.0, 500)"
