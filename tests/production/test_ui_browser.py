@@ -95,3 +95,38 @@ def test_training_tab_shows_the_curve_of_a_finished_run(production: Production, 
     assert len(shot) > 10_000
     if os.environ.get("UPDATE_SCREENSHOT"):
         (DOCS / "training-tab.png").write_bytes(shot)
+
+
+def test_a_run_triggered_from_the_ui_form_succeeds(production: Production, browser: Any) -> None:
+    """The Trigger dialog (a logical date pre-filled, Params as form fields) -> a successful training run."""
+    from selenium.webdriver.common.by import By
+
+    dag_id = "short_training"
+    before = {r["dag_run_id"] for r in production.rest.runs(dag_id)}
+    base = production.stack.url
+    browser.get(f"{base}/auth/login/")  # a no-op when the first test already logged in
+    if browser.find_elements(By.NAME, "username"):
+        browser.find_element(By.NAME, "username").send_keys("admin")
+        browser.find_element(By.NAME, "password").send_keys(production.stack.password)
+        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
+        wait_until("the UI after login", lambda: "/auth/login" not in browser.current_url, timeout=60)
+    browser.get(f"{base}/dags/{dag_id}")
+
+    def trigger_buttons() -> list[Any]:
+        return [
+            b
+            for b in browser.find_elements(By.TAG_NAME, "button")
+            if b.is_displayed() and b.text.strip() == "Trigger"
+        ]
+
+    wait_until("the Trigger button", trigger_buttons, timeout=60)[0].click()
+    submit = wait_until("the dialog's Trigger button", lambda: trigger_buttons()[1:], timeout=30)[-1]
+    browser.execute_script("arguments[0].scrollIntoView();", submit)
+    submit.click()
+    new = wait_until(
+        "the run the form created",
+        lambda: [r for r in production.rest.runs(dag_id) if r["dag_run_id"] not in before],
+        timeout=60,
+    )
+    run = production.rest.wait_run(dag_id, new[0]["dag_run_id"], timeout=300)
+    assert run["state"] == "success" and run["run_type"] == "manual"
