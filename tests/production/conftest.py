@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import re
 import subprocess
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,7 @@ import pytest
 
 from airflow_k8s_ml import demo
 from airflow_k8s_ml.airflow_stack import AIRFLOW, AirflowStack, StackSettings, port_is_free
+from tests.cluster_fixtures import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
 TEST_DAGS = Path(__file__).resolve().parent / "dags"
@@ -114,11 +114,5 @@ def epoch_lines(lines: list[str]) -> list[str]:
 
 
 def wait_until(what: str, probe: Any, timeout: float = 120.0, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = probe()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
-        time.sleep(interval)
+    """:func:`tests.cluster_fixtures.wait_for` with the awaited thing named first (reads as a sentence)."""
+    return wait_for(probe, timeout=timeout, interval=interval, what=what)

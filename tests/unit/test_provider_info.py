@@ -99,6 +99,16 @@ def test_config_section_declares_every_option_with_a_default() -> None:
         assert option["description"] and option["type"] in ("string", "boolean", "integer", "float"), name
 
 
+def _last_line_in_airflow(tmp_path: Path, code: str, options: dict[str, str]) -> str:
+    """Run ``code`` in a fresh interpreter with its own AIRFLOW_HOME and ``[airflow_k8s_ml]`` options set
+    through the environment, as a deployment sets them; its last printed line."""
+    env = {"AIRFLOW_HOME": str(tmp_path), "AIRFLOW__CORE__LOAD_EXAMPLES": "False", "PATH": "/usr/bin:/bin"}
+    env.update({f"AIRFLOW__AIRFLOW_K8S_ML__{name.upper()}": value for name, value in options.items()})
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr[-2000:]
+    return out.stdout.strip().splitlines()[-1]
+
+
 def test_airflow_reads_the_config_defaults_and_overrides(tmp_path: Path) -> None:
     """Through Airflow's own configuration (providers' config merged in), in a fresh interpreter."""
     code = (
@@ -107,15 +117,7 @@ def test_airflow_reads_the_config_defaults_and_overrides(tmp_path: Path) -> None
         "print(conf.get('airflow_k8s_ml', 'api_unreachable_timeout'),"
         " config.get_float('trigger_heartbeat_seconds'), repr(config.get('dashboard_url_template')))\n"
     )
-    env = {
-        "AIRFLOW_HOME": str(tmp_path),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__AIRFLOW_K8S_ML__TRIGGER_HEARTBEAT_SECONDS": "120",
-        "PATH": "/usr/bin:/bin",
-    }
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "900 120.0 ''"
+    assert _last_line_in_airflow(tmp_path, code, {"trigger_heartbeat_seconds": "120"}) == "900 120.0 ''"
 
 
 def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
@@ -124,13 +126,5 @@ def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
         "from airflow_k8s_ml.triggers._waiter import Timings\n"
         "print(tuple(Timings.configured()), tuple(Timings()))\n"
     )
-    env = {
-        "AIRFLOW_HOME": str(tmp_path),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__AIRFLOW_K8S_ML__TRIGGER_HEARTBEAT_SECONDS": "7",
-        "AIRFLOW__AIRFLOW_K8S_ML__LOG_RELAY_MAX_LINE": "80",
-        "PATH": "/usr/bin:/bin",
-    }
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120)
-    assert out.returncode == 0, out.stderr[-2000:]
-    assert out.stdout.strip().splitlines()[-1] == "(7.0, 5.0, 1.0, 80) (60.0, 5.0, 1.0, 500)"
+    options = {"trigger_heartbeat_seconds": "7", "log_relay_max_line": "80"}
+    assert _last_line_in_airflow(tmp_path, code, options) == "(7.0, 5.0, 1.0, 80) (60.0, 5.0, 1.0, 500)"
