@@ -17,10 +17,9 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.errors import WorkloadFailed
-from airflow_k8s_ml.operators import FineTuneJobOperator
 from tests.cluster_fixtures import wait_for
 
-from .training_helpers import execute_until_deferred, jobs, make_context, pods, py, resume
+from .training_helpers import execute_until_deferred, finetune, jobs, make_context, pods, resume
 
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
@@ -32,15 +31,6 @@ FAILING_TRAINER = (
 )
 
 
-def finetune(task_id: str, namespace: str, code: str, **kwargs: Any) -> FineTuneJobOperator:
-    return FineTuneJobOperator(
-        task_id=task_id,
-        namespace=namespace,
-        image="python:3.11",
-        command=py(code),
-        pod_options={"termination_grace_period_seconds": 2},
-        **kwargs,
-    )
 
 
 def test_retry_after_a_crash_before_deferring_logs_every_line_once(

@@ -31,6 +31,7 @@ from tests.cluster_fixtures import wait_for
 from .training_helpers import (
     DictTaskStateStore,
     execute_until_deferred,
+    finetune,
     first_event,
     jobs,
     make_context,
@@ -49,15 +50,6 @@ REPO = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
-def finetune(task_id: str, namespace: str, code: str, **kwargs: Any) -> FineTuneJobOperator:
-    return FineTuneJobOperator(
-        task_id=task_id,
-        namespace=namespace,
-        image="python:3.11",
-        command=py(code),
-        pod_options={"termination_grace_period_seconds": 2},
-        **kwargs,
-    )
 
 
 def task_log(capsys: Any) -> str:

@@ -137,3 +137,17 @@ def pods(core: Any, namespace: str) -> list[Any]:
 
 def py(code: str) -> list[str]:
     return ["python", "-c", code]
+
+
+def finetune(task_id: str, namespace: str, code: str, **kwargs: Any) -> Any:
+    """A FineTuneJobOperator running ``code`` with the test image and a short grace period."""
+    from airflow_k8s_ml.operators import FineTuneJobOperator
+
+    return FineTuneJobOperator(
+        task_id=task_id,
+        namespace=namespace,
+        image="python:3.11",
+        command=py(code),
+        pod_options={"termination_grace_period_seconds": 2},
+        **kwargs,
+    )
