@@ -131,8 +131,9 @@ class LocalCluster:
             self._ca_path, cert, key = ensure_tls(state, self.settings.host)
             ssl_ctx = server_ssl_context(cert, key)
         # handler_cancellation: a client that closes a watch must release it at once, not at its next write.
-        self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0,
-                                     handler_cancellation=True)
+        self._runner = web.AppRunner(
+            ApiServer(self).app(), access_log=None, shutdown_timeout=1.0, handler_cancellation=True
+        )
         await self._runner.setup()
         port = await self._listen(ssl_ctx)
         self._journal.put("port", str(port))

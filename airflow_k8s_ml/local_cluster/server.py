@@ -20,12 +20,14 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
+
 from . import discovery, errors, routing, tables
 from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth
 from .meta import new_uid
 from .patch import PatchError, apply_patch
 from .resources import ResourceType
-from .selectors import SelectorError, parse_field_selector, parse_label_selector, supported_fields
+from .selectors import parse_field_selector, supported_fields
 from .store import Change, Obj
 from .watch_encoding import EventCache, encode_event, write_chunked
 

@@ -18,13 +18,15 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from airflow_k8s_ml.k8s.cron import ScheduleError, format_schedule, parse_standard
+
 from ..meta import controller_ref
 from ..resources import ResourceType, lookup
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .cronjob_admission import admit_cronjob
 from .cronjob_jobs import is_child_of
-from .cronjob_schedule import ScheduleError, format_schedule, next_schedule_delay, parse_standard
+from .cronjob_schedule import next_schedule_delay
 from .cronjob_sync import SyncError, earliest_time, sync
 
 if TYPE_CHECKING:

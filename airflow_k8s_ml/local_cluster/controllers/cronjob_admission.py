@@ -9,13 +9,13 @@ the same rules as a Job's spec (:func:`.job_validation.validate_job_spec`) under
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_k8s_ml.k8s.cron import TZ_IN_SCHEDULE_MESSAGE, ScheduleError, parse_standard, time_zone_error
+
 from .. import errors
 from ..store import Obj
-from .cronjob_schedule import ScheduleError, load_location, parse_standard
 from .job_validation import (
     Cause,
     go_label_selector,
@@ -29,10 +29,7 @@ from .job_validation import (
 
 CONCURRENCY_POLICIES = ("Allow", "Forbid", "Replace")
 MAX_NAME_LENGTH = 52  # 63 (a Job name) minus the controller's "-<minutes since epoch>" suffix
-TZ_IN_SCHEDULE = "cannot use TZ or CRON_TZ in schedule, use timeZone field instead"
 TZ_AND_TIME_ZONE = "cannot use both timeZone field and TZ or CRON_TZ in schedule"
-# validTimeZoneCharacters: one IANA file name component.
-_TZ_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
 
 
 def set_defaults(cronjob: Obj) -> None:
@@ -125,35 +122,14 @@ def validate_schedule_format(schedule: str, allow_tz: bool, time_zone: str | Non
     if allow_tz and "TZ" in schedule and time_zone is not None:
         causes.append(invalid("spec.schedule", value, TZ_AND_TIME_ZONE))
     elif not allow_tz and "TZ" in schedule:
-        causes.append(invalid("spec.schedule", value, TZ_IN_SCHEDULE))
+        causes.append(invalid("spec.schedule", value, TZ_IN_SCHEDULE_MESSAGE))
     return causes
 
 
 def validate_time_zone(time_zone: str | None) -> list[Cause]:
     """``validateTimeZone``: nil, or an explicit IANA zone that loads."""
-    if time_zone is None:
-        return []
-    path, value = "spec.timeZone", go_value(time_zone)
-    if time_zone == "":
-        return [invalid(path, value, "timeZone must be nil or non-empty string")]
-    for part in time_zone.split("/"):
-        if part in (".", "..") or part.startswith("-") or not _TZ_PART.match(part):
-            return [invalid(path, value, f"unknown time zone {time_zone}")]
-    causes: list[Cause] = []
-    if time_zone.lower() == "local":
-        causes.append(
-            invalid(
-                path,
-                value,
-                "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones",
-            )
-        )
-    else:
-        try:
-            load_location(time_zone)
-        except ScheduleError as exc:
-            causes.append(invalid(path, value, str(exc)))
-    return causes
+    problem = time_zone_error(time_zone) if time_zone is not None else None
+    return [] if problem is None else [invalid("spec.timeZone", go_value(time_zone), problem)]
 
 
 def _validate_concurrency_policy(policy: str) -> list[Cause]:

@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 from typing import Any, Protocol
 
+from airflow_k8s_ml.k8s.cron import Schedule, ScheduleError, format_schedule, load_location, parse_standard
+
 from .. import errors
 from ..meta import parse_time, rfc3339
 from .cronjob_jobs import (
@@ -27,16 +29,7 @@ from .cronjob_jobs import (
     job_reference,
     remove_active,
 )
-from .cronjob_schedule import (
-    MANY_MISSED,
-    Schedule,
-    ScheduleError,
-    format_schedule,
-    load_location,
-    most_recent_schedule_time,
-    next_schedule_delay,
-    parse_standard,
-)
+from .cronjob_schedule import MANY_MISSED, most_recent_schedule_time, next_schedule_delay
 
 Obj = dict[str, Any]
 TOO_MANY_MISSED = (

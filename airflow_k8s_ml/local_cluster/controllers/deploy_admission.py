@@ -12,9 +12,10 @@ import copy
 import re
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
+
 from .. import errors
 from ..kubelet.validation import validate_pod
-from ..selectors import SelectorError, label_selector_from_match
 from .deploy_template import apply_template_defaults
 
 Obj = dict[str, Any]

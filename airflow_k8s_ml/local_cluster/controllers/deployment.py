@@ -13,9 +13,10 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
+
 from .. import errors
 from ..resources import ResourceType, lookup
-from ..selectors import SelectorError, label_selector_from_match
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .deploy_admission import admit_deployment

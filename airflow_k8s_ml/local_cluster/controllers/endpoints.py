@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..selectors import label_selector_from_set
+from airflow_k8s_ml.k8s.selectors import label_selector_from_set
 
 Obj = dict[str, Any]
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import label_selector_from_set
+
 from ..meta import owner_reference
-from ..selectors import label_selector_from_set
 from .endpoints import HEADLESS_LABEL, find_port
 
 Obj = dict[str, Any]

@@ -14,10 +14,11 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
+
 from .. import errors
 from ..meta import rfc3339
 from ..resources import ResourceType, by_kind, lookup
-from ..selectors import SelectorError, parse_label_selector
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .hpa_admission import admit_hpa

@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..kubelet import quantity
+from airflow_k8s_ml.k8s import quantities
 
 Obj = dict[str, Any]
 
@@ -90,7 +90,7 @@ def format_quantity(value: float) -> str:
 
 
 def _number(value: Any) -> float:
-    return float(quantity.parse(value)) if value is not None else 0.0
+    return float(quantities.parse(value)) if value is not None else 0.0
 
 
 def _ratio_replicas(ratio: float, current: int, counts: PodCounts, unready_dampen: bool) -> int:

@@ -11,7 +11,7 @@ import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..selectors import SelectorError, label_selector_from_match
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
 Cause = tuple[str, str, str]  # (field, reason, message) as errors.invalid expects
 

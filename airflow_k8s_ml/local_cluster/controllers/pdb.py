@@ -11,9 +11,10 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
+
 from ..meta import controller_ref, rfc3339
 from ..resources import ResourceType, lookup
-from ..selectors import SelectorError, label_selector_from_match
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .deploy_replicas import spec_replicas

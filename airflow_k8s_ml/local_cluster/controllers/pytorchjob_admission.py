@@ -12,12 +12,12 @@ defaults so a GET shows what the controller acts on (documented difference).
 from __future__ import annotations
 
 import copy
-import re
 from collections.abc import Iterable
 from typing import Any
 
+from airflow_k8s_ml.k8s.names import dns1035_label_errors
+
 from .. import errors
-from ..naming import DNS1035_MSG
 from .pytorchjob_api import (
     CLEAN_POD_POLICY_NONE,
     CONTAINER_NAME,
@@ -36,7 +36,6 @@ from .pytorchjob_api import (
 )
 
 GROUP, PLURAL = "kubeflow.org", "pytorchjobs"
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _SPECS = "spec.pytorchReplicaSpecs"
 
 # A field error as field.Error renders it: (path, reason for the Status cause, message after "<path>: ").
@@ -113,11 +112,7 @@ def schema_errors(job: Obj) -> list[FieldError]:
 # -- the validating webhook (pkg/webhooks/pytorch/pytorchjob_webhook.go) -------------------------------
 def _name_errors(name: str) -> list[FieldError]:
     """``NameIsDNS1035Label``: the webhook's own name rule (pods and Services are named after the job)."""
-    problems = []
-    if len(name) > 63:
-        problems.append("must be no more than 63 characters")
-    if not _DNS1035.match(name):
-        problems.append(DNS1035_MSG)
+    problems = dns1035_label_errors(name)
     if not problems:
         return []
     return [

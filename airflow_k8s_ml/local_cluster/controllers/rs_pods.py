@@ -13,8 +13,9 @@ import functools
 import math
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import label_selector_from_set
+
 from ..meta import owner_reference, parse_time, rfc3339
-from ..selectors import label_selector_from_set
 
 Obj = dict[str, Any]
 

@@ -13,11 +13,12 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
+
 from .. import errors, routing
 from ..decoding import decode_body
 from ..patch import apply_patch
 from ..resources import ResourceType
-from ..selectors import SelectorError, label_selector_from_match
 from ..store import Obj
 
 if TYPE_CHECKING:

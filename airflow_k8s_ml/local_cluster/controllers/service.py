@@ -13,9 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
+from airflow_k8s_ml.k8s.selectors import label_selector_from_set
+
 from .. import errors
 from ..resources import ResourceType, lookup
-from ..selectors import label_selector_from_set
 from ..store import Change, Obj
 from .base import Controller, ObjKey
 from .endpoints import endpoints_for

@@ -10,14 +10,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..naming import LABEL_MSG
-from . import quantity
+from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.names import LABEL_MSG, is_dns1123_label
+
 from .volume_paths import validate_volume_paths
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]  # (field, reason, message) as in a Status cause
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
 _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _ENV_NAME_MSG = (
     "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
@@ -112,7 +112,7 @@ def _validate_volumes(volumes: list[Obj], causes: list[Cause]) -> set[str]:
             causes.append(required(f"spec.volumes[{i}].name"))
         elif name in names:
             causes.append(duplicate(f"spec.volumes[{i}].name", name))
-        elif not _LABEL.match(name):
+        elif not is_dns1123_label(name):
             causes.append(invalid(f"spec.volumes[{i}].name", name, LABEL_MSG))
         else:
             names.add(name)
@@ -128,7 +128,7 @@ def _validate_container(
     name = container.get("name")
     if not name:
         causes.append(required(f"{path}.name"))
-    elif not _LABEL.match(name):
+    elif not is_dns1123_label(name):
         causes.append(invalid(f"{path}.name", name, LABEL_MSG))
     elif name in names:
         causes.append(duplicate(f"{path}.name", name))
@@ -159,8 +159,8 @@ def _validate_resources(resources: Obj, path: str, causes: list[Cause]) -> None:
         parsed[kind] = {}
         for name, value in (resources.get(kind) or {}).items():
             try:
-                parsed[kind][name] = quantity.parse(value)
-            except quantity.QuantityError as exc:
+                parsed[kind][name] = quantities.parse(value)
+            except quantities.QuantityError as exc:
                 causes.append(invalid(f"{path}.{kind}[{name}]", value, str(exc)))
                 continue
             if parsed[kind][name] < 0:

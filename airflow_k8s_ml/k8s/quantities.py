@@ -1,16 +1,21 @@
-"""Resource quantities ("500m", "2Gi", "1e3") as exact decimals, for scheduling and the downward API.
+"""Resource quantities ("500m", "2Gi", "1e3") as exact decimals: apimachinery's ``resource.ParseQuantity``.
 
-The local cluster imports nothing from the rest of the package (layering), so it carries this small
-parser of its own; the grammar is apimachinery's ``resource.ParseQuantity``.
+One parser for both sides: the operators refuse ``memory="2GB"`` at DAG parse time
+(``manifests.quantities``), the local cluster schedules pods, fills the downward API and answers 422 with the
+apiserver's message. Values compare as :class:`~decimal.Decimal`; :func:`format_plain` is the canonical
+short form capacity and allocatable are shown in. Pure, stdlib only.
 """
 
 from __future__ import annotations
 
-import math
 import re
 from decimal import Decimal
 
+__all__ = ["QUANTITY_PATTERN", "QuantityError", "format_plain", "parse", "try_parse"]
+
+#: The regular expression upstream's error message quotes.
 QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
+# <signedNumber><suffix>; suffix is binarySI | decimalSI | decimalExponent (Go's parseQuantityString).
 _QUANTITY = re.compile(
     r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
     r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
@@ -24,7 +29,11 @@ class QuantityError(ValueError):
 
 
 def parse(value: object) -> Decimal:
-    """The exact value of a quantity; ints and floats (JSON numbers) are accepted like the apiserver does."""
+    """The exact value of a quantity: ``"500m"`` -> 0.5, ``"2Gi"`` -> 2147483648, ``"1E"`` -> 10**18.
+
+    JSON numbers are accepted as the apiserver accepts them; surrounding blanks are dropped as its JSON
+    decoding does.
+    """
     if isinstance(value, bool):
         raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
     if isinstance(value, int | float):
@@ -35,22 +44,18 @@ def parse(value: object) -> Decimal:
     number = Decimal(match.group("number"))
     suffix = match.group("suffix") or ""
     if suffix in _BINARY:
-        return number * (2 ** _BINARY[suffix])
+        return number * Decimal(2) ** _BINARY[suffix]
     if suffix in _DECIMAL:
         return number.scaleb(_DECIMAL[suffix])
     return number.scaleb(int(suffix[1:]))
 
 
 def try_parse(value: object) -> Decimal | None:
+    """The value, or None when it is not a quantity."""
     try:
         return parse(value)
     except QuantityError:
         return None
-
-
-def ceil_div(value: Decimal, divisor: Decimal) -> int:
-    """``resourceFieldRef`` rounds up (convertResourceCPUToString / Memory use ceil)."""
-    return math.ceil(value / divisor) if divisor else 0
 
 
 def format_plain(value: Decimal) -> str:
