@@ -34,7 +34,7 @@ from .store import Obj, Store
 
 log = logging.getLogger(__name__)
 
-# Admission: (object being written, previous object or None) -> object to store; raises ApiError (422).
+# Admission: (object being written, previous object or None) -> object to store; raises StatusError (422).
 Admission = Callable[[Obj, Obj | None], Obj]
 # Version conversion for kinds served at several versions (HPA v1 <-> v2): (obj, target rt) -> obj.
 Converter = Callable[[Obj, ResourceType], Obj]
@@ -209,7 +209,7 @@ class LocalCluster:
             return json_response({"closed": True})
         handler = self.admin_actions.get(action)
         if handler is None or request.method != "POST":
-            raise errors.ApiError(404, "NotFound", f"no admin action {action!r}")
+            raise errors.StatusError(404, "NotFound", f"no admin action {action!r}")
         result = handler(body)
         if asyncio.iscoroutine(result):
             result = await result

@@ -19,7 +19,7 @@ MAX_DEPTH = 100
 TOO_DEEP = f"exceeded max depth: the local cluster accepts at most {MAX_DEPTH} levels of nesting"
 
 
-class _DuplicateField(Exception):
+class _DuplicateField(errors.LocalClusterError):
     pass
 
 

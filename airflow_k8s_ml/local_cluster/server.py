@@ -25,7 +25,7 @@ from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
 from . import discovery, errors, routing, tables
 from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth
 from .meta import new_uid
-from .patch import PatchError, apply_patch
+from .patch import apply_patch
 from .resources import ResourceType
 from .selectors import parse_field_selector, supported_fields
 from .store import Change, Obj
@@ -52,6 +52,11 @@ def _truthy(value: str | None) -> bool:
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(text=json.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: errors.StatusError, headers: dict[str, str] | None = None) -> web.Response:
+    """The one way an error leaves the server: its Status body, code and headers."""
+    return json_response(err.status(), err.code, {**err.headers, **(headers or {})})
 
 
 def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
@@ -103,7 +108,7 @@ class ApiServer:
         header = request.headers.get("Authorization", "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not secrets.compare_digest(presented.strip(), self.token):
-            return json_response(errors.unauthorized().status(), 401)
+            return status_response(errors.unauthorized())
         return await handler(request)
 
     @web.middleware
@@ -113,24 +118,11 @@ class ApiServer:
             if not request.path.startswith("/admin") and request.path != "/metrics":
                 self.cluster.faults.check(verb, resource)
             return await handler(request)
-        except errors.ApiError as exc:
-            return json_response(exc.status(), exc.code, exc.headers)
         except web.HTTPRequestEntityTooLarge:
             err = errors.request_entity_too_large(MAX_REQUEST_BYTES)
-            return json_response(err.status(), err.code, {"Connection": "close"})
-        except RecursionError:  # a body nested too deeply for some step after decoding
-            err = errors.bad_request("the request body is nested too deeply")
-            return json_response(err.status(), err.code)
-        except SelectorError as exc:
-            return json_response(errors.bad_request(str(exc)).status(), 400)
-        except PatchError as exc:
-            code = getattr(exc, "code", 422)
-            err = (
-                errors.unsupported_media_type(getattr(exc, "content_type", "") or str(exc))
-                if code == 415
-                else errors.ApiError(code, "BadRequest" if code == 400 else "Invalid", str(exc))
-            )
-            return json_response(err.status(), err.code)
+            return status_response(err, {"Connection": "close"})
+        except (errors.LocalClusterError, SelectorError, RecursionError) as exc:
+            return status_response(errors.as_status(exc))
 
     @staticmethod
     def _classify(request: web.Request) -> tuple[str, str]:
@@ -160,10 +152,10 @@ class ApiServer:
         if isinstance(target, routing.GroupVersion):
             doc = discovery.resource_list(target.group, target.version)
             if doc is None:
-                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return json_response(doc)
         if target is None or target.rt is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return await self._resource(request, target)
 
     def _fixed_routes(self) -> dict[str, Handler]:
@@ -190,17 +182,17 @@ class ApiServer:
         else:
             doc = None
         if doc is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return json_response(doc)
 
     async def _resource(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
         assert target.rt is not None
         if target.rt.namespaced and target.namespace is None and target.name is not None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         if target.subresource and target.subresource != "status":
             handler = self.cluster.subresources.get((target.rt.storage_key, target.subresource))
             if handler is None:
-                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return await handler(request, target)
         method = request.method
         if target.name is None:
@@ -370,7 +362,7 @@ class ApiServer:
                         grace_period=options.get("gracePeriodSeconds"),
                     )
                     deleted.append(self.cluster.present(rt, last))
-                except errors.ApiError as exc:
+                except errors.StatusError as exc:
                     if exc.code != 404:
                         raise
         return json_response(
@@ -410,7 +402,7 @@ class ApiServer:
             if since is not None and faults.expire_resumes:
                 raise errors.expired(requested, self.store.resource_version)
             w, backlog = self.store.watch(rt, target.namespace, since)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             await send("ERROR", exc.status())
             await response.write_eof()
             return response

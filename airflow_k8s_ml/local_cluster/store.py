@@ -286,7 +286,7 @@ class Store:
         if current is None:
             raise errors.not_found(rt.group, rt.plural, name)
         if precondition_uid and precondition_uid != current["metadata"]["uid"]:
-            raise errors.ApiError(
+            raise errors.StatusError(
                 409,
                 "Conflict",
                 f'Operation cannot be fulfilled on {rt.qualified} "{name}": Precondition failed: '
@@ -435,7 +435,7 @@ class Store:
         if ns is None:
             raise errors.not_found("", "namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise errors.ApiError(
+            raise errors.StatusError(
                 403,
                 "Forbidden",
                 f"unable to create new content in namespace {namespace} because it is being terminated",
@@ -526,7 +526,7 @@ class Store:
         raw = json.dumps(obj, separators=(",", ":")).encode()
         if len(raw) > self._max_object_bytes and type_ != "DELETED":
             obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"] if old else ""
-            raise errors.ApiError(500, "", TOO_LARGE_MESSAGE)
+            raise errors.StatusError(500, "", TOO_LARGE_MESSAGE)
         if self._journal is not None:
             self._journal.append(rv, type_, storage_key, key[0], key[1], raw)
         self._rv = rv

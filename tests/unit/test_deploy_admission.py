@@ -29,7 +29,7 @@ def with_spec(**spec: Any) -> dict[str, Any]:
 
 
 def messages(body: dict[str, Any], old: dict[str, Any] | None = None) -> str:
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_deployment(body, old)
     assert caught.value.code == 422
     return caught.value.message
@@ -60,7 +60,7 @@ def test_selector_must_match_template_labels() -> None:
         'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
         'map[string]string{"app":"web"}: `selector` does not match template `labels`'
     )
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_replicaset(body, None)
     assert caught.value.message.startswith('ReplicaSet.apps "web" is invalid: spec.template.metadata.labels')
 

@@ -104,7 +104,7 @@ def test_admission_defaults_and_validation() -> None:
     assert admitted["status"] == {"desiredReplicas": 0}
     bad = copy.deepcopy(hpa_v2())
     bad["spec"].update(minReplicas=4, maxReplicas=2)
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_hpa(bad, None)
     assert caught.value.message == (
         'HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: '

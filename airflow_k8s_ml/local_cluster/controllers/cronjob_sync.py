@@ -37,7 +37,7 @@ TOO_MANY_MISSED = (
 )
 
 
-class SyncError(Exception):
+class SyncError(errors.LocalClusterError):
     """The sync failed part-way; upstream requeues the CronJob with rate-limited back-off."""
 
 
@@ -47,11 +47,11 @@ class CronJobOps(Protocol):
     def get_job(self, namespace: str, name: str) -> Obj | None: ...
 
     def create_job(self, job: Obj) -> Obj:
-        """Create through admission; raises ApiError like the API would."""
+        """Create through admission; raises StatusError like the API would."""
         ...
 
     def delete_job(self, job: Obj) -> None:
-        """Delete with Background propagation; raises ApiError."""
+        """Delete with Background propagation; raises StatusError."""
         ...
 
 
@@ -76,7 +76,7 @@ def delete_job(ops: CronJobOps, cronjob: Obj, job: Obj) -> bool:
     """``deleteJob``: the Job (Background) and its reference in ``status.active``."""
     try:
         ops.delete_job(job)
-    except errors.ApiError as exc:
+    except errors.StatusError as exc:
         ops.event(cronjob, "Warning", "FailedDelete", f"Deleted job: {exc.message}")
         return False
     remove_active(cronjob["status"], job["metadata"]["uid"])
@@ -241,7 +241,7 @@ def _start_job(ops: CronJobOps, cronjob: Obj, scheduled: datetime, zone: tzinfo)
     meta = request["metadata"]
     try:
         job = ops.create_job(request)
-    except errors.ApiError as exc:
+    except errors.StatusError as exc:
         if exc.code == 409 and exc.reason == "AlreadyExists":
             existing = ops.get_job(meta["namespace"], meta["name"])
             if existing is None:

@@ -133,7 +133,7 @@ class DeploymentController(Controller):
                 rs["metadata"]["name"],
                 precondition_uid=rs["metadata"]["uid"],
             )
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code not in (404, 409):
                 raise
 

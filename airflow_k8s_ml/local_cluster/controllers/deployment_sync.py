@@ -164,7 +164,7 @@ class DeploymentSync:
         already_exists = False
         try:
             created = self.ops.create_rs(rs)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code == 409 and exc.reason == "AlreadyExists":
                 found = self._adopt_existing(name)
                 if found is None:
@@ -209,7 +209,7 @@ class DeploymentSync:
         self.ops.write_deployment(self.d)
         return None
 
-    def _report_create_failure(self, name: str, exc: errors.ApiError) -> None:
+    def _report_create_failure(self, name: str, exc: errors.StatusError) -> None:
         if "being terminated" in exc.message:
             return
         message = f'Failed to create new replica set "{name}": {exc.message}'

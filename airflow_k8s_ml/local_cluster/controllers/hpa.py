@@ -44,7 +44,7 @@ HPAS = _rt("autoscaling", "v2", "horizontalpodautoscalers")
 PODS = _rt("", "v1", "pods")
 
 
-class MetricsFailed(Exception):
+class MetricsFailed(errors.LocalClusterError):
     def __init__(self, message: str, statuses: list[Obj]) -> None:
         super().__init__(message)
         self.statuses = statuses
@@ -300,7 +300,7 @@ class HPAController(Controller):
             set_replicas(
                 self.cluster, rt, target["metadata"]["namespace"], target["metadata"]["name"], desired
             )
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             self._event(
                 hpa,
                 "Warning",

@@ -16,6 +16,8 @@ from typing import Any
 
 from airflow_k8s_ml.k8s import quantities
 
+from ..errors import LocalClusterError
+
 Obj = dict[str, Any]
 
 TOLERANCE = 0.1  # --horizontal-pod-autoscaler-tolerance
@@ -73,7 +75,7 @@ class Proposal:
     status: Obj
 
 
-class MetricError(Exception):
+class MetricError(LocalClusterError):
     """A metric could not be computed: ``reason`` is the ScalingActive reason, ``inner`` the detail that the
     condition carries, ``str()`` the wrapped error that the FailedComputeMetricsReplicas event carries."""
 

@@ -194,7 +194,7 @@ class JobController(Controller):
         try:
             pod = self.cluster.admit(PODS, new_pod(job, index), None)
             created = self.store.create(PODS, pod)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if "being terminated" not in exc.message:
                 self.event(job, "Warning", "FailedCreate", f"Error creating: {exc.message}")
             return False
@@ -208,7 +208,7 @@ class JobController(Controller):
             return False
         try:
             self.store.delete(PODS, meta["namespace"], meta["name"])
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code != 404:
                 self.event(job, "Warning", "FailedDelete", f"Error deleting: {exc.message}")
                 return False

@@ -57,6 +57,6 @@ class TTLAfterFinishedController(Controller):
             self.store.delete(
                 JOBS, key[0], key[1], propagation="Foreground", precondition_uid=job["metadata"]["uid"]
             )
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code not in (404, 409):
                 raise

@@ -13,6 +13,7 @@ from typing import Any
 
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
+from ..errors import LocalClusterError
 from ..meta import controller_ref, rfc3339
 from ..resources import ResourceType, lookup
 from ..store import Change, Obj
@@ -33,7 +34,7 @@ DEPLOYMENTS = _rt("apps", "v1", "deployments")
 REPLICASETS = _rt("apps", "v1", "replicasets")
 
 
-class ExpectationError(Exception):
+class ExpectationError(LocalClusterError):
     pass
 
 

@@ -139,7 +139,7 @@ class PyTorchJobController(Controller):
             if uid:  # admission assigns a fresh uid; the reserved IP is keyed by ours
                 admitted["metadata"]["uid"] = uid
             return self.store.create(rt, admitted)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if "being terminated" not in exc.message:
                 self.event(job, "Warning", failure, f"Error creating: {exc.message}")
             return None
@@ -160,7 +160,7 @@ class PyTorchJobController(Controller):
             return False
         try:
             self.store.delete(rt, namespace, name)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code == 404:
                 return False
             self.event(job, "Warning", failure, f"Error deleting: {exc.message}")
@@ -216,7 +216,7 @@ class PyTorchJobController(Controller):
         meta = job["metadata"]
         try:
             self.store.delete(PYTORCHJOBS, meta["namespace"], meta["name"], precondition_uid=meta["uid"])
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code != 404:
                 self.event(job, "Warning", "FailedDeletePod", f"Error deleting: {exc.message}")
             return

@@ -181,7 +181,7 @@ def webhook_errors(job: Obj) -> list[FieldError]:
     return list(dict.fromkeys(problems))
 
 
-def denial(job: Obj, problems: list[FieldError]) -> errors.ApiError:
+def denial(job: Obj, problems: list[FieldError]) -> errors.StatusError:
     """What the apiserver answers for a webhook denial: 403 Forbidden, the aggregate after the prefix.
 
     The aggregate reads like ``utilerrors.Aggregate``: one error alone, several in ``[a, b]``. The field
@@ -191,7 +191,7 @@ def denial(job: Obj, problems: list[FieldError]) -> errors.ApiError:
     summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
     name = (job.get("metadata") or {}).get("name", "")
     causes = [{"reason": reason, "message": message, "field": path} for path, reason, message in problems]
-    return errors.ApiError(
+    return errors.StatusError(
         403,
         "Forbidden",
         f'admission webhook "{WEBHOOK_NAME}" denied the request: {summary}',

@@ -100,7 +100,7 @@ class ReplicaSetController(Controller):
         try:
             pod = self.cluster.admit(PODS, pod_from_template(rs), None)
             created = self.store.create(PODS, pod)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if "being terminated" not in exc.message:
                 self._event(rs, "Warning", "FailedCreate", f"Error creating: {exc.message}")
             return exc.message
@@ -113,7 +113,7 @@ class ReplicaSetController(Controller):
             self.store.delete(
                 PODS, pod["metadata"]["namespace"], name, precondition_uid=pod["metadata"]["uid"]
             )
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code == 404:
                 return None
             self._event(rs, "Warning", "FailedDelete", f"Error deleting: {exc.message}")

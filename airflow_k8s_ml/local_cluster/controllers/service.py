@@ -101,7 +101,7 @@ class ServiceController(Controller):
         if current is None:
             try:
                 self.store.create(ENDPOINTS, wanted)
-            except errors.ApiError as exc:
+            except errors.StatusError as exc:
                 if exc.code not in (403, 404, 409):  # namespace going away, or a concurrent create
                     raise
             return
@@ -131,7 +131,7 @@ class ServiceController(Controller):
         for body in creates:
             try:
                 self.store.create(rt, body)
-            except errors.ApiError as exc:
+            except errors.StatusError as exc:
                 if exc.code not in (403, 404, 409):
                     raise
         for current, wanted in updates:
@@ -144,13 +144,13 @@ class ServiceController(Controller):
         for stale in deletes:
             try:
                 self.store.delete(rt, namespace, stale["metadata"]["name"])
-            except errors.ApiError as exc:
+            except errors.StatusError as exc:
                 if exc.code != 404:
                     raise
 
     def _delete_endpoints(self, namespace: str, name: str) -> None:
         try:
             self.store.delete(ENDPOINTS, namespace, name)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code != 404:
                 raise

@@ -79,7 +79,7 @@ class Allocator:
         return self._rng.choice(free)
 
 
-def _invalid_ip(ip: str, detail: str) -> errors.ApiError:
+def _invalid_ip(ip: str, detail: str) -> errors.StatusError:
     return errors.invalid(
         "Service",
         "",
@@ -236,7 +236,7 @@ def admit_service(allocator: Allocator) -> Callable[[Obj, Obj | None], Obj]:
             raise errors.invalid("Service", "", "services", name, causes)
         try:
             allocate(service, allocator)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code == 422 and exc.details is not None:
                 exc.details["name"] = name
                 exc.message = exc.message.replace('Service ""', f'Service "{name}"')

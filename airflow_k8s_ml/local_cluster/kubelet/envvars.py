@@ -18,6 +18,8 @@ from typing import Any
 
 from airflow_k8s_ml.k8s import quantities
 
+from ..errors import LocalClusterError
+
 Obj = dict[str, Any]
 Lookup = Callable[[str], Obj | None]  # name -> object in the pod's namespace, or None
 
@@ -25,7 +27,7 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
 
 
-class ConfigError(Exception):
+class ConfigError(LocalClusterError):
     """The container cannot be configured yet (missing Secret/ConfigMap/key): retried until resolved."""
 
     reason = "CreateContainerConfigError"

@@ -138,7 +138,7 @@ class Kubelet(Controller):
             return
         if pod["metadata"].get("deletionTimestamp"):
             # Nothing runs (finished, or never started): confirm the deletion at once.
-            with contextlib.suppress(errors.ApiError):
+            with contextlib.suppress(errors.StatusError):
                 self.store.delete(self.pods_rt, key[0], key[1], grace_period=0, precondition_uid=uid)
             return
         if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
