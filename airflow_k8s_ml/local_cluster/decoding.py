@@ -20,7 +20,7 @@ TOO_DEEP = f"exceeded max depth: the local cluster accepts at most {MAX_DEPTH} l
 
 
 class _DuplicateField(errors.LocalClusterError):
-    pass
+    """Raised by the fast decoding pass at the first repeated key; the slow pass then names them all."""
 
 
 def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
@@ -30,6 +30,26 @@ def _no_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
             raise _DuplicateField(key)
         result[key] = value
     return result
+
+
+class _Pairs(list[tuple[str, Any]]):
+    """A JSON object as decoded, before duplicate keys collapse (the slow pass's ``object_pairs_hook``)."""
+
+
+def _collapse(value: Any, path: str, duplicates: list[str]) -> Any:
+    """Build the object the last duplicate wins in (as Go's decoder does), noting each repeated key's path
+    the way sigs.k8s.io/json's strict mode prints it (``spec.template``, ``containers[0].name``)."""
+    if isinstance(value, _Pairs):
+        result: dict[str, Any] = {}
+        for key, item in value:
+            child = f"{path}.{key}" if path else key
+            if key in result and child not in duplicates:
+                duplicates.append(child)
+            result[key] = _collapse(item, child, duplicates)
+        return result
+    if isinstance(value, list):
+        return [_collapse(item, f"{path}[{i}]", duplicates) for i, item in enumerate(value)]
+    return value
 
 
 @dataclass
@@ -59,9 +79,8 @@ def decode_body(raw: bytes, content_type: str) -> Decoded:
     duplicates: list[str] = []
     try:
         body = json.loads(raw or b"{}", object_pairs_hook=_no_duplicates)
-    except _DuplicateField as dup:
-        duplicates.append(str(dup))
-        body = json.loads(raw)
+    except _DuplicateField:
+        body = _collapse(json.loads(raw, object_pairs_hook=_Pairs), "", duplicates)
     except RecursionError as exc:
         raise errors.bad_request(f"error decoding JSON: {TOO_DEEP}") from exc
     except ValueError as exc:
@@ -106,3 +125,15 @@ def check_fields(
         raise errors.bad_request("strict decoding error: " + ", ".join(problems))
     pruned = prune(obj, schema) if schema is not None else obj
     return pruned, (problems if mode == "Warn" else [])
+
+
+def warning_headers(warnings: list[str]) -> dict[str, str] | None:
+    """``Warn`` mode's answer: each dropped or repeated field as a ``299`` warning (kubectl prints them)."""
+    if not warnings:
+        return None
+    return {"Warning": ", ".join(f'299 - "{_escape_warning(w)}"' for w in warnings)}
+
+
+def _escape_warning(text: str) -> str:
+    """A warning is a quoted string in the header: its own quotes and backslashes are escaped."""
+    return text.replace("\\", "\\\\").replace('"', '\\"')

@@ -23,7 +23,7 @@ from aiohttp import web
 from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
 
 from . import discovery, errors, routing, tables
-from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth
+from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth, warning_headers
 from .meta import new_uid
 from .patch import apply_patch
 from .resources import ResourceType
@@ -254,7 +254,7 @@ class ApiServer:
         obj.pop("status", None) if rt.plural not in ("events",) else None
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
-        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
 
     async def replace(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -273,7 +273,7 @@ class ApiServer:
         updated = self.store.update(
             rt, self.cluster.to_storage(rt, obj), subresource=target.subresource, dry_run=_dry_run(request)
         )
-        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, updated), 200, warning_headers(warnings))
 
     async def patch(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -313,7 +313,7 @@ class ApiServer:
             subresource=target.subresource,
             dry_run=_dry_run(request),
         )
-        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, updated), 200, warning_headers(warnings))
 
     async def _apply_create(self, request: web.Request, target: routing.Target, raw: bytes) -> web.Response:
         rt = _rt(target)
@@ -324,7 +324,7 @@ class ApiServer:
         obj, warnings = check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), [])
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
-        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
 
     async def delete(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -565,12 +565,6 @@ async def _ok(body: Any) -> web.Response:
 
 def _dry_run(request: web.Request) -> bool:
     return request.query.get("dryRun") == "All"
-
-
-def _warning_headers(warnings: builtins.list[str]) -> dict[str, str] | None:
-    if not warnings:
-        return None
-    return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
 
 
 def _patch_sets_rv(raw: bytes, content_type: str) -> bool:

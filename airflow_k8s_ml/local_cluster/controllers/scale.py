@@ -8,17 +8,17 @@ precondition against the parent, as the apiserver's scale storage does.
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from aiohttp import web
 
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
 from .. import errors, routing
-from ..decoding import decode_body
+from ..decoding import check_fields, decode_body, warning_headers
 from ..patch import apply_patch
 from ..resources import ResourceType
+from ..server import json_response
 from ..store import Obj
 
 if TYPE_CHECKING:
@@ -104,13 +104,15 @@ def register_scale(cluster: LocalCluster, rt: ResourceType) -> None:
         namespace, name = target.namespace or "", target.name or ""
         current = cluster.store.get(rt, namespace, name)
         if request.method == "GET":
-            return _json(to_scale(current))
+            return json_response(to_scale(current))
         if request.method not in ("PUT", "PATCH"):
             raise errors.method_not_allowed()
         raw = await request.read()
         content_type = request.headers.get("Content-Type", "application/json")
+        duplicates: list[str] = []
         if request.method == "PUT":
-            scale = decode_body(raw, content_type).body
+            decoded = decode_body(raw, content_type)
+            scale, duplicates = decoded.body, decoded.duplicates
             if not isinstance(scale, dict):
                 raise errors.bad_request("the body of the request must be a JSON object")
             precondition = (scale.get("metadata") or {}).get("resourceVersion")
@@ -119,14 +121,12 @@ def register_scale(cluster: LocalCluster, rt: ResourceType) -> None:
             precondition = (
                 (scale.get("metadata") or {}).get("resourceVersion") if b'"resourceVersion"' in raw else None
             )
+        mode = request.query.get("fieldValidation")
+        scale, warnings = check_fields(scale, "autoscaling/v1", "Scale", mode, duplicates)
         replicas = validate_scale(scale, name)
         if request.query.get("dryRun") == "All":
-            return _json({**to_scale(current), "spec": {"replicas": replicas} if replicas else {}})
+            return json_response({**to_scale(current), "spec": {"replicas": replicas} if replicas else {}})
         updated = set_replicas(cluster, rt, namespace, name, replicas, precondition)
-        return _json(to_scale(updated))
+        return json_response(to_scale(updated), headers=warning_headers(warnings))
 
     cluster.register_subresource(rt, "scale", handle)
-
-
-def _json(body: Any) -> web.Response:
-    return web.Response(text=json.dumps(body), content_type="application/json")
