@@ -251,7 +251,7 @@ class ApiServer:
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = target.namespace or meta.get("namespace") or "default"
-        obj.pop("status", None) if rt.plural not in ("events",) else None
+        obj.pop("status", None)  # PrepareForCreate: status is the controllers' to write
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
         return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
@@ -339,7 +339,7 @@ class ApiServer:
             precondition_rv=(options.get("preconditions") or {}).get("resourceVersion"),
             dry_run=_dry_run(request),
         )
-        if rt.plural == "pods":
+        if self.store.delete_rules[rt.storage_key].answers_with_object:
             return json_response(self.cluster.present(rt, obj))
         if gone:
             return json_response(status_success(rt, obj))

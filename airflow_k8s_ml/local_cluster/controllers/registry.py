@@ -13,6 +13,7 @@ if TYPE_CHECKING:
 
 CONTROLLER_PATHS: list[str] = [
     "controllers.garbage:GarbageCollector",
+    "controllers.namespace:NamespaceLifecycle",
     "controllers.config_admission:ConfigAdmission",
     "kubelet.scheduler:Scheduler",
     "kubelet.kubelet:Kubelet",

@@ -23,6 +23,7 @@ from ..resources import ResourceType, lookup
 from ..store import Change, Obj
 from .admission import pod_admission
 from .containment import Containment, detect
+from .deletion import POD_DELETE_RULE
 from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
 from .fit import TERMINAL_PHASES
@@ -71,6 +72,7 @@ class Kubelet(Controller):
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
+        self.store.delete_rules.register(self.pods_rt.storage_key, POD_DELETE_RULE)
         if self.settings.deny_host_path:
             self.cluster.register_admission(self.pods_rt, deny_host_path())
         self.cluster.register_admission(self.pods_rt, pod_admission(self.settings.default_grace_period))
