@@ -7,7 +7,10 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.cronjob_admission import admit_cronjob, validate_cronjob
+from airflow_k8s_ml.local_cluster.controllers.cronjob.admission import (
+    admit_cronjob,
+    validate_cronjob,
+)
 from airflow_k8s_ml.local_cluster.errors import StatusError
 
 

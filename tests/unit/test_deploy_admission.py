@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.deploy_admission import admit_deployment, admit_replicaset
+from airflow_k8s_ml.local_cluster.controllers.deployment.admission import (
+    admit_deployment,
+    admit_replicaset,
+)
 
 BASE: dict[str, Any] = {
     "metadata": {"name": "web"},

@@ -18,8 +18,8 @@ from ..meta import controller_ref, rfc3339
 from ..resources import ResourceType, lookup
 from ..store import Change, Obj
 from .base import Controller, ObjKey
-from .deploy_replicas import spec_replicas
-from .rs_pods import is_ready
+from .deployment.replicas import spec_replicas
+from .deployment.replicaset_pods import is_ready
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
