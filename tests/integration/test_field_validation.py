@@ -12,42 +12,25 @@ from typing import Any
 import pytest
 from kubernetes import client
 
+from tests.cluster_fixtures import ClusterThread
+
+from .deploy_helpers import deployment, raw_request
 from .pytorchjob_helpers import SLEEP, job_body, replica
+from .workload_helpers import job
 
 GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 Body = dict[str, Any]
 
 
 def _job(name: str, spec: Body | None = None, container: Body | None = None) -> Body:
-    main = {"name": "main", "image": "python:3.11", "command": ["true"], **(container or {})}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "suspend": True,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [main]}},
-            **(spec or {}),
-        },
-    }
+    body = job(name, "pass", suspend=True, container=container or {})
+    body["spec"].update(spec or {})
+    return body
 
 
 def _deployment(name: str, spec: Body | None = None) -> Body:
-    labels = {"app": name}
-    return {
-        "apiVersion": "apps/v1",
-        "kind": "Deployment",
-        "metadata": {"name": name},
-        "spec": {
-            "replicas": 0,
-            "selector": {"matchLabels": labels},
-            "template": {
-                "metadata": {"labels": labels},
-                "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": ["true"]}]},
-            },
-            **(spec or {}),
-        },
-    }
+    main = {"name": "main", "image": "python:3.11", "command": ["true"]}
+    return deployment(name, main, 0, **(spec or {}))
 
 
 def _pytorchjob(name: str, worker: bool = False, **spec: Any) -> Body:
@@ -132,7 +115,7 @@ def test_strict_refuses_unknown_fields_and_creates_nothing(
 
 @pytest.mark.parametrize(("kind", "body", "path"), CASES)
 def test_without_strict_the_field_is_dropped_with_a_warning(
-    api_client: client.ApiClient, kinds: dict[str, Kind], namespace: str, kind: str, body: Body, path: str
+    cluster: ClusterThread, kinds: dict[str, Kind], namespace: str, kind: str, body: Body, path: str
 ) -> None:
     _, code, headers = kinds[kind].create(namespace, body)
 
@@ -140,7 +123,7 @@ def test_without_strict_the_field_is_dropped_with_a_warning(
     assert headers["Warning"] == f'299 - "unknown field \\"{path}\\""'
     assert kinds[kind].names(namespace) == [body["metadata"]["name"]]
     url = kinds[kind].path.format(ns=namespace) + "/" + body["metadata"]["name"]
-    stored, _ = _request(api_client, "GET", url)
+    stored = json.loads(raw_request(cluster, "GET", url)[2])
     assert (
         _lookup(stored, _without_last(path)) is not None
     )  # the parent is there (we look in the right place)
@@ -170,16 +153,16 @@ def test_a_pytorchjob_template_is_checked_as_a_pod_template(kinds: dict[str, Kin
 
 
 def test_strict_refuses_duplicate_fields_naming_each_path(
-    api_client: client.ApiClient, kinds: dict[str, Kind], namespace: str
+    cluster: ClusterThread, kinds: dict[str, Kind], namespace: str
 ) -> None:
     raw = json.dumps(_job("dup")).replace('"suspend": true', '"suspend": true, "suspend": false', 1)
     raw = raw.replace('"name": "dup"', '"name": "dup", "name": "dup"', 1)
 
     url = f"/apis/batch/v1/namespaces/{namespace}/jobs?fieldValidation=Strict"
-    status, code = _request(api_client, "POST", url, raw)
+    code, _, answer = raw_request(cluster, "POST", url, raw.encode(), {"Content-Type": "application/json"})
 
     assert code == 400
-    assert status["message"] == (
+    assert json.loads(answer)["message"] == (
         'strict decoding error: duplicate field "metadata.name", duplicate field "spec.suspend"'
     )
     assert kinds["Job"].names(namespace) == []
@@ -198,25 +181,7 @@ def test_strict_applies_to_patches(api_client: client.ApiClient, namespace: str)
     assert (
         json.loads(refused.value.body)["message"] == 'strict decoding error: unknown field "spec.backofLimit"'
     )
-    assert batch.read_namespaced_job("patched", namespace).spec.backoff_limit == 6
-
-
-def _request(
-    api_client: client.ApiClient, method: str, path: str, raw: str | None = None
-) -> tuple[Body, int]:
-    """Send a body byte for byte (the client would re-encode a dict and lose its duplicate keys), read the
-    answer as the server wrote it (the typed models drop what they do not know)."""
-    config = api_client.configuration
-    response = api_client.rest_client.pool_manager.request(
-        method,
-        config.host + path,
-        body=raw.encode() if raw is not None else None,
-        headers={
-            "Content-Type": "application/json",
-            "Authorization": config.auth_settings()["BearerToken"]["value"],
-        },
-    )
-    return json.loads(response.data), response.status
+    assert batch.read_namespaced_job("patched", namespace).spec.backoff_limit == 0  # unchanged
 
 
 def _without_last(path: str) -> str:
