@@ -110,17 +110,35 @@ def _check_depth(body: Any, what: str) -> None:
         raise errors.bad_request(f"error decoding {what}: {TOO_DEEP}")
 
 
+# The options object each verb's query parameters decode into (what upstream names in a 422 about them).
+_OPTIONS_KIND = {"POST": "CreateOptions", "PUT": "UpdateOptions", "PATCH": "PatchOptions"}
+_FIELD_VALIDATION_VALUES = ("", "Ignore", "Strict", "Warn")
+
+
+def validation_mode(value: str | None, method: str) -> str:
+    """The request's ``fieldValidation``, checked like ``ValidateFieldValidation`` (exact spelling; anything
+    else is a 422 on the verb's options object), with Warn as the default, as on a real API server."""
+    value = value or ""
+    if value not in _FIELD_VALIDATION_VALUES:
+        supported = ", ".join(f'"{v}"' for v in _FIELD_VALIDATION_VALUES)
+        cause = (
+            "fieldValidation",
+            "FieldValueNotSupported",
+            f'Unsupported value: "{value}": supported values: {supported}',
+        )
+        kind = _OPTIONS_KIND.get(method, "CreateOptions")
+        raise errors.invalid(kind, "meta.k8s.io", kind, "", [cause])
+    return value or "Warn"
+
+
 def check_fields(
-    obj: dict[str, Any], api_version: str, kind: str, mode: str | None, duplicates: list[str]
+    obj: dict[str, Any], api_version: str, kind: str, mode: str, duplicates: list[str]
 ) -> tuple[dict[str, Any], list[str]]:
-    """Apply ``fieldValidation``: returns (pruned object, warnings); Strict raises 400 like upstream:
-    ``strict decoding error: unknown field "spec.foo"``."""
+    """Apply a :func:`validation_mode`: returns (pruned object, warnings); Strict raises 400 like upstream:
+    ``strict decoding error: unknown field "spec.foo", duplicate field "spec.bar"``."""
     schema = schema_for(api_version, kind)
     unknown = unknown_fields(obj, schema) if schema is not None else []
     problems = [f'unknown field "{p}"' for p in unknown] + [f'duplicate field "{d}"' for d in duplicates]
-    mode = (mode or "Warn").capitalize()
-    if mode not in ("Strict", "Warn", "Ignore"):
-        raise errors.bad_request(f'fieldValidation must be one of "Ignore", "Warn" or "Strict", got "{mode}"')
     if problems and mode == "Strict":
         raise errors.bad_request("strict decoding error: " + ", ".join(problems))
     pruned = prune(obj, schema) if schema is not None else obj

@@ -23,7 +23,15 @@ from aiohttp import web
 from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
 
 from . import discovery, errors, routing, tables
-from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth, warning_headers
+from .decoding import (
+    MAX_DEPTH,
+    TOO_DEEP,
+    check_fields,
+    decode_body,
+    nesting_depth,
+    validation_mode,
+    warning_headers,
+)
 from .meta import new_uid
 from .patch import apply_patch
 from .resources import ResourceType
@@ -278,6 +286,7 @@ class ApiServer:
     async def patch(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
         content_type = request.headers.get("Content-Type", JSON)
+        mode = _validation(request)
         raw = await request.read()
         namespace, name = target.namespace or "", target.name or ""
         current = self.store.find(rt, namespace, name)
@@ -291,9 +300,7 @@ class ApiServer:
             raise errors.bad_request("patch did not produce an object")
         if nesting_depth(patched) > MAX_DEPTH:
             raise errors.bad_request(f"error decoding patch: {TOO_DEEP}")
-        patched, warnings = check_fields(
-            patched, rt.api_version, rt.kind, request.query.get("fieldValidation"), []
-        )
+        patched, warnings = check_fields(patched, rt.api_version, rt.kind, mode, [])
         meta = patched.setdefault("metadata", {})
         meta["name"], meta["uid"] = name, current["metadata"]["uid"]
         if rt.namespaced:
@@ -321,7 +328,7 @@ class ApiServer:
         obj.setdefault("metadata", {})["name"] = target.name
         if rt.namespaced:
             obj["metadata"]["namespace"] = target.namespace
-        obj, warnings = check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), [])
+        obj, warnings = check_fields(obj, rt.api_version, rt.kind, _validation(request), [])
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
         return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
@@ -515,6 +522,7 @@ class ApiServer:
         return matches
 
     async def _read_object(self, request: web.Request, rt: ResourceType) -> tuple[Obj, builtins.list[str]]:
+        mode = _validation(request)  # the options are checked before the body, as upstream
         decoded = decode_body(await request.read(), request.headers.get("Content-Type", JSON))
         obj = decoded.body
         if not isinstance(obj, dict):
@@ -528,9 +536,7 @@ class ApiServer:
                 if api_version != rt.api_version
                 else f'Object kind "{kind}" does not match the resource "{rt.plural}" ({rt.kind})'
             )
-        return check_fields(
-            obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), decoded.duplicates
-        )
+        return check_fields(obj, rt.api_version, rt.kind, mode, decoded.duplicates)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         options: dict[str, Any] = {}
@@ -561,6 +567,10 @@ def _rt(target: routing.Target) -> ResourceType:
 
 async def _ok(body: Any) -> web.Response:
     return json_response(body)
+
+
+def _validation(request: web.Request) -> str:
+    return validation_mode(request.query.get("fieldValidation"), request.method)
 
 
 def _dry_run(request: web.Request) -> bool:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.decoding import check_fields, decode_body, warning_headers
+from airflow_k8s_ml.local_cluster.decoding import check_fields, decode_body, validation_mode, warning_headers
 from airflow_k8s_ml.local_cluster.resources import RESOURCE_TYPES, ResourceType
 from airflow_k8s_ml.local_cluster.schema import schema_for
 
@@ -26,7 +26,7 @@ def test_every_served_kind_refuses_an_unknown_field_under_strict(rt: ResourceTyp
 def test_warn_is_the_default_and_ignore_is_silent() -> None:
     obj = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x"}, "dat": {}}
 
-    pruned, warned = check_fields(obj, "v1", "ConfigMap", None, [])
+    pruned, warned = check_fields(obj, "v1", "ConfigMap", validation_mode(None, "POST"), [])
     _, ignored = check_fields(obj, "v1", "ConfigMap", "Ignore", [])
 
     assert "dat" not in pruned
@@ -41,3 +41,16 @@ def test_duplicates_are_named_by_path_and_the_last_wins() -> None:
 
     assert decoded.body == {"a": 3, "b": {"c": [{"d": 2}], "c2": 0}}
     assert decoded.duplicates == ["b.c[0].d", "a"]
+
+
+def test_field_validation_is_spelled_exactly_or_refused_on_the_verbs_options() -> None:
+    assert validation_mode(None, "POST") == "Warn" and validation_mode("Strict", "PATCH") == "Strict"
+
+    with pytest.raises(errors.StatusError) as refused:
+        validation_mode("strict", "PATCH")
+
+    assert refused.value.code == 422
+    assert refused.value.message == (
+        'PatchOptions.meta.k8s.io "" is invalid: fieldValidation: Unsupported value: "strict": '
+        'supported values: "", "Ignore", "Strict", "Warn"'
+    )

@@ -15,7 +15,7 @@ from aiohttp import web
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
 from ... import errors, routing
-from ...decoding import check_fields, decode_body, warning_headers
+from ...decoding import check_fields, decode_body, validation_mode, warning_headers
 from ...patch import apply_patch
 from ...resources import ResourceType
 from ...server import json_response
@@ -121,7 +121,7 @@ def register_scale(cluster: LocalCluster, rt: ResourceType) -> None:
             precondition = (
                 (scale.get("metadata") or {}).get("resourceVersion") if b'"resourceVersion"' in raw else None
             )
-        mode = request.query.get("fieldValidation")
+        mode = validation_mode(request.query.get("fieldValidation"), request.method)
         scale, warnings = check_fields(scale, "autoscaling/v1", "Scale", mode, duplicates)
         replicas = validate_scale(scale, name)
         if request.query.get("dryRun") == "All":
