@@ -15,6 +15,7 @@ __all__ = [
     "DNS1035_MSG",
     "DNS1123_LABEL_MAX",
     "DNS1123_SUBDOMAIN_MAX",
+    "ENV_VAR_NAME_MSG",
     "LABEL_MSG",
     "LABEL_VALUE_MAX",
     "QUALIFIED_NAME_MAX",
@@ -25,6 +26,7 @@ __all__ = [
     "is_dns1035_label",
     "is_dns1123_label",
     "is_dns1123_subdomain",
+    "is_env_var_name",
     "is_label_value",
     "is_qualified_name",
     "label_value_errors",
@@ -44,12 +46,16 @@ _DNS1123_SUBDOMAIN_FMT = _DNS1123_LABEL_FMT + "(\\." + _DNS1123_LABEL_FMT + ")*"
 _DNS1035_LABEL_FMT = "[a-z]([-a-z0-9]*[a-z0-9])?"
 _QUALIFIED_NAME_FMT = "([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]"
 _LABEL_VALUE_FMT = f"({_QUALIFIED_NAME_FMT})?"
+# The classic C-identifier-like rule, accepted by every supported version (the relaxed rule, any printable
+# ASCII but '=', is only on by default from 1.32).
+_ENV_VAR_NAME_FMT = "[-._a-zA-Z][-._a-zA-Z0-9]*"
 
 _DNS1123_LABEL_RE = re.compile(_DNS1123_LABEL_FMT)
 _DNS1123_SUBDOMAIN_RE = re.compile(_DNS1123_SUBDOMAIN_FMT)
 _DNS1035_LABEL_RE = re.compile(_DNS1035_LABEL_FMT)
 _QUALIFIED_NAME_RE = re.compile(_QUALIFIED_NAME_FMT)
 _LABEL_VALUE_RE = re.compile(_LABEL_VALUE_FMT)
+_ENV_VAR_NAME_RE = re.compile(_ENV_VAR_NAME_FMT)
 
 _QUALIFIED_NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
@@ -92,6 +98,15 @@ DNS1035_MSG = regex_error(
     "abc-123",
 )
 
+ENV_VAR_NAME_MSG = regex_error(
+    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', or '.', "
+    "and must not start with a digit",
+    _ENV_VAR_NAME_FMT,
+    "my.env-name",
+    "MY_ENV.NAME",
+    "MyEnvName1",
+)
+
 
 def is_dns1123_label(value: str) -> bool:
     """RFC 1123 label: namespaces, container and port names, Deployment names."""
@@ -115,6 +130,11 @@ def is_qualified_name(value: str) -> bool:
 
 def is_label_value(value: str) -> bool:
     return len(value) <= LABEL_VALUE_MAX and bool(_LABEL_VALUE_RE.fullmatch(value))
+
+
+def is_env_var_name(value: str) -> bool:
+    """``validation.IsEnvVarName`` (``env[].name``, ``envFrom`` keys after the prefix)."""
+    return bool(_ENV_VAR_NAME_RE.fullmatch(value))
 
 
 def _errors(value: str, limit: int, pattern: re.Pattern[str], message: str) -> list[str]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from decimal import Decimal
 
-__all__ = ["QUANTITY_PATTERN", "QuantityError", "format_plain", "parse", "try_parse"]
+__all__ = ["QUANTITY_PATTERN", "QuantityError", "format_plain", "is_extended_resource", "parse", "try_parse"]
 
 #: The regular expression upstream's error message quotes.
 QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
@@ -65,3 +65,10 @@ def format_plain(value: Decimal) -> str:
     if (value * 1000) == (value * 1000).to_integral_value():
         return f"{int(value * 1000)}m"
     return format(value.normalize(), "f")
+
+
+def is_extended_resource(name: str) -> bool:
+    """``IsExtendedResourceName``: a vendor resource such as ``nvidia.com/gpu`` (a domain-prefixed name
+    outside ``kubernetes.io``, not a ``requests.`` quota name); such resources are whole numbers and cannot
+    be overcommitted (request equals limit)."""
+    return "/" in name and "kubernetes.io/" not in name and not name.startswith("requests.")

@@ -14,6 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.quantities import is_extended_resource
 from airflow_k8s_ml.manifests.formats import is_dns1123_subdomain, is_qualified_name
 from airflow_k8s_ml.manifests.validation import fail
 
@@ -82,16 +83,6 @@ def is_integer_quantity(value: Any) -> bool:
     except ValueError:
         return False
     return number == number.to_integral_value()
-
-
-def is_extended_resource(name: str) -> bool:
-    """A vendor resource such as ``nvidia.com/gpu`` or ``nvidia.com/mig-1g.5gb`` (not ``kubernetes.io``)."""
-    prefix, slash, _ = name.partition("/")
-    if not slash:
-        return False
-    return not (
-        prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io") or name.startswith("requests.")
-    )
 
 
 def validate_resource_name(name: Any, field: str) -> str:

@@ -17,13 +17,13 @@ from decimal import Decimal
 from typing import Any
 
 from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.names import is_env_var_name
 
 from ..errors import LocalClusterError
 
 Obj = dict[str, Any]
 Lookup = Callable[[str], Obj | None]  # name -> object in the pod's namespace, or None
 
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
 
 
@@ -109,7 +109,7 @@ def _env_from(pod: Obj, source: Obj, sources: Sources) -> dict[str, str]:
         raise ConfigError(f'{kind} "{ref.get("name", "")}" not found')
     result, invalid = {}, []
     for key, value in data.items():
-        if _ENV_NAME.match(prefix + key):
+        if is_env_var_name(prefix + key):
             result[prefix + key] = value
         else:
             invalid.append(prefix + key)
