@@ -34,7 +34,7 @@ from .store import Obj, Store
 
 log = logging.getLogger(__name__)
 
-# Admission: (object being written, previous object or None) -> object to store; raises ApiError (422).
+# Admission: (object being written, previous object or None) -> object to store; raises StatusError (422).
 Admission = Callable[[Obj, Obj | None], Obj]
 # Version conversion for kinds served at several versions (HPA v1 <-> v2): (obj, target rt) -> obj.
 Converter = Callable[[Obj, ResourceType], Obj]
@@ -131,8 +131,9 @@ class LocalCluster:
             self._ca_path, cert, key = ensure_tls(state, self.settings.host)
             ssl_ctx = server_ssl_context(cert, key)
         # handler_cancellation: a client that closes a watch must release it at once, not at its next write.
-        self._runner = web.AppRunner(ApiServer(self).app(), access_log=None, shutdown_timeout=1.0,
-                                     handler_cancellation=True)
+        self._runner = web.AppRunner(
+            ApiServer(self).app(), access_log=None, shutdown_timeout=1.0, handler_cancellation=True
+        )
         await self._runner.setup()
         port = await self._listen(ssl_ctx)
         self._journal.put("port", str(port))
@@ -208,7 +209,7 @@ class LocalCluster:
             return json_response({"closed": True})
         handler = self.admin_actions.get(action)
         if handler is None or request.method != "POST":
-            raise errors.ApiError(404, "NotFound", f"no admin action {action!r}")
+            raise errors.StatusError(404, "NotFound", f"no admin action {action!r}")
         result = handler(body)
         if asyncio.iscoroutine(result):
             result = await result

@@ -1,18 +1,27 @@
-"""Typed API errors of the local cluster, rendered to Kubernetes ``Status`` objects in exactly one place.
+"""The local cluster's one error tree, and the one place an error becomes a Kubernetes ``Status`` object.
 
-Handlers and the store raise :class:`ApiError` (through the constructors below); the server turns it into the
-``{"kind": "Status", ...}`` body a real kube-apiserver sends, with the same reasons, codes and messages,
-because
-clients (kubectl, the Python clients, Airflow's hooks) branch on them.
+Every exception the local cluster defines derives from :class:`LocalClusterError`. Handlers, admission and
+the store raise :class:`StatusError` (through the constructors below); :func:`as_status` turns whatever
+reaches the API server's edge (a ``StatusError``, a PATCH or selector error, a body nested too deeply)
+into one, and :meth:`StatusError.status` renders the ``{"kind": "Status", ...}`` body a real
+kube-apiserver sends, with the same reasons, codes and messages, because clients (kubectl, the Python
+clients, Airflow's hooks) branch on them. (The *client* side's error is ``airflow_k8s_ml.errors.ApiError``,
+whose ``.status`` is the HTTP code; the local cluster imports nothing from it.)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import SelectorError
 
-class ApiError(Exception):
-    """An error the API server answers with a Status object."""
+
+class LocalClusterError(Exception):
+    """Root of every error the local cluster raises (controllers' internal signals included)."""
+
+
+class StatusError(LocalClusterError):
+    """An error the API server answers with a Status object (``code`` is the Status's ``code`` field)."""
 
     def __init__(
         self,
@@ -62,14 +71,26 @@ def _details(
     return details
 
 
-def not_found(group: str, plural: str, name: str) -> ApiError:
-    return ApiError(
+def as_status(exc: BaseException) -> StatusError:
+    """The Status an error reaching the API's edge is answered with: typed errors as they are, a
+    selector error as upstream's 400, anything else of ours as a 500 naming it."""
+    if isinstance(exc, StatusError):
+        return exc
+    if isinstance(exc, SelectorError):
+        return bad_request(exc.message)
+    if isinstance(exc, RecursionError):  # a body nested too deeply for some step after decoding
+        return bad_request("the request body is nested too deeply")
+    return internal_error(str(exc))
+
+
+def not_found(group: str, plural: str, name: str) -> StatusError:
+    return StatusError(
         404, "NotFound", f'{_qualified(plural, group)} "{name}" not found', _details(name, group, plural)
     )
 
 
-def already_exists(group: str, plural: str, name: str) -> ApiError:
-    return ApiError(
+def already_exists(group: str, plural: str, name: str) -> StatusError:
+    return StatusError(
         409,
         "AlreadyExists",
         f'{_qualified(plural, group)} "{name}" already exists',
@@ -77,16 +98,16 @@ def already_exists(group: str, plural: str, name: str) -> ApiError:
     )
 
 
-def conflict(group: str, plural: str, name: str) -> ApiError:
+def conflict(group: str, plural: str, name: str) -> StatusError:
     message = (
         f'Operation cannot be fulfilled on {_qualified(plural, group)} "{name}": '
         "the object has been modified; "
         "please apply your changes to the latest version and try again"
     )
-    return ApiError(409, "Conflict", message, _details(name, group, plural))
+    return StatusError(409, "Conflict", message, _details(name, group, plural))
 
 
-def invalid(kind: str, group: str, plural: str, name: str, causes: list[tuple[str, str, str]]) -> ApiError:
+def invalid(kind: str, group: str, plural: str, name: str, causes: list[tuple[str, str, str]]) -> StatusError:
     """422 Invalid. ``causes`` are (field, reason, message) as in field.ErrorList, e.g.
     ("spec.template.spec.restartPolicy", "FieldValueNotSupported", 'Unsupported value: "Always": ...')."""
     qualified_kind = f"{kind}.{group}" if group else kind
@@ -96,7 +117,7 @@ def invalid(kind: str, group: str, plural: str, name: str, causes: list[tuple[st
     cause_dicts = [
         {"reason": reason, "message": message, "field": field} for field, reason, message in causes
     ]
-    return ApiError(
+    return StatusError(
         422,
         "Invalid",
         f'{qualified_kind} "{name}" is invalid: {summary}',
@@ -106,18 +127,18 @@ def invalid(kind: str, group: str, plural: str, name: str, causes: list[tuple[st
     )
 
 
-def bad_request(message: str) -> ApiError:
-    return ApiError(400, "BadRequest", message)
+def bad_request(message: str) -> StatusError:
+    return StatusError(400, "BadRequest", message)
 
 
 def method_not_allowed(
     message: str = "the server does not allow this method on the requested resource",
-) -> ApiError:
-    return ApiError(405, "MethodNotAllowed", message)
+) -> StatusError:
+    return StatusError(405, "MethodNotAllowed", message)
 
 
-def unsupported_media_type(content_type: str) -> ApiError:
-    return ApiError(
+def unsupported_media_type(content_type: str) -> StatusError:
+    return StatusError(
         415,
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
@@ -126,20 +147,20 @@ def unsupported_media_type(content_type: str) -> ApiError:
     )
 
 
-def request_entity_too_large(limit: int) -> ApiError:
-    return ApiError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
+def request_entity_too_large(limit: int) -> StatusError:
+    return StatusError(413, "RequestEntityTooLarge", f"Request entity too large: limit is {limit}")
 
 
-def unauthorized() -> ApiError:
-    return ApiError(401, "Unauthorized", "Unauthorized")
+def unauthorized() -> StatusError:
+    return StatusError(401, "Unauthorized", "Unauthorized")
 
 
-def expired(requested: str, oldest: int) -> ApiError:
-    return ApiError(410, "Expired", f"too old resource version: {requested} ({oldest})")
+def expired(requested: str, oldest: int) -> StatusError:
+    return StatusError(410, "Expired", f"too old resource version: {requested} ({oldest})")
 
 
-def too_many_requests(retry_after: int) -> ApiError:
-    return ApiError(
+def too_many_requests(retry_after: int) -> StatusError:
+    return StatusError(
         429,
         "TooManyRequests",
         "the server has received too many requests and has asked us to try again later",
@@ -148,9 +169,9 @@ def too_many_requests(retry_after: int) -> ApiError:
     )
 
 
-def internal_error(message: str) -> ApiError:
-    return ApiError(500, "InternalError", f"Internal error occurred: {message}")
+def internal_error(message: str) -> StatusError:
+    return StatusError(500, "InternalError", f"Internal error occurred: {message}")
 
 
-def service_unavailable(message: str = "the server is currently unable to handle the request") -> ApiError:
-    return ApiError(503, "ServiceUnavailable", message)
+def service_unavailable(message: str = "the server is currently unable to handle the request") -> StatusError:
+    return StatusError(503, "ServiceUnavailable", message)

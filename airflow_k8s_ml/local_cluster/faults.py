@@ -28,7 +28,7 @@ class FaultRule:
     limit: int | None = None  # stop after this many injected failures
     fired: int = 0
 
-    def error(self) -> errors.ApiError:
+    def error(self) -> errors.StatusError:
         if self.code == 429:
             return errors.too_many_requests(self.retry_after)
         if self.code == 503:

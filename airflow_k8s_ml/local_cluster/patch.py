@@ -22,7 +22,7 @@ from collections.abc import Callable, Hashable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from airflow_k8s_ml.errors import K8sMLError
+from .errors import StatusError
 
 __all__ = [
     "APPLY_PATCH",
@@ -44,16 +44,18 @@ APPLY_PATCH = "application/apply-patch+yaml"
 PATCH_TYPES = (JSON_PATCH, MERGE_PATCH, APPLY_PATCH, STRATEGIC_MERGE_PATCH)
 
 
-class PatchError(K8sMLError, ValueError):
-    """A PATCH that cannot be decoded (``code`` 400), applied (422) or whose media type is unknown (415).
+_REASONS = {400: "BadRequest", 415: "UnsupportedMediaType"}
 
-    ``content_type`` is set for 415 so the server can name the offending media type.
+
+class PatchError(StatusError):
+    """A PATCH that cannot be decoded (``code`` 400), applied (422 Invalid) or whose media type is unknown
+    (415); answered as it is, like every :class:`~.errors.StatusError`.
+
+    ``content_type`` is set for 415 and names the offending media type.
     """
 
     def __init__(self, message: str, code: int = 422, content_type: str | None = None) -> None:
-        super().__init__(message)
-        self.message = message
-        self.code = code
+        super().__init__(code, _REASONS.get(code, "Invalid"), message)
         self.content_type = content_type
 
 

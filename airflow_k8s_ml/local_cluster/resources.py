@@ -25,6 +25,11 @@ class ResourceType:
     # Another served version whose objects are stored under this row (e.g. autoscaling/v1 HPA -> v2).
     storage_version: str | None = None
     categories: tuple[str, ...] = ("all",)
+    # The apiserver's rule for metadata.name (naming.py): "subdomain" (DNS-1123 subdomain), "label" (DNS-1123
+    # label: the name becomes a hostname or label value) or "dns1035" (Services: a DNS name). CronJobs are
+    # subdomains further limited to 52 characters by their admission; PyTorchJobs get the webhook's DNS-1035
+    # rule in their admission, with its own message.
+    name_format: str = "subdomain"
 
     @property
     def api_version(self) -> str:
@@ -45,9 +50,26 @@ class ResourceType:
 
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
-    ResourceType("", "v1", "namespaces", "Namespace", namespaced=False, short_names=("ns",), categories=()),
+    ResourceType(
+        "",
+        "v1",
+        "namespaces",
+        "Namespace",
+        namespaced=False,
+        short_names=("ns",),
+        categories=(),
+        name_format="label",
+    ),
     ResourceType("", "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "eviction")),
-    ResourceType("", "v1", "services", "Service", short_names=("svc",), subresources=("status", "proxy")),
+    ResourceType(
+        "",
+        "v1",
+        "services",
+        "Service",
+        short_names=("svc",),
+        subresources=("status", "proxy"),
+        name_format="dns1035",
+    ),
     ResourceType("", "v1", "endpoints", "Endpoints", short_names=("ep",), subresources=(), categories=()),
     ResourceType("discovery.k8s.io", "v1", "endpointslices", "EndpointSlice", subresources=(), categories=()),
     ResourceType("", "v1", "events", "Event", short_names=("ev",), subresources=(), categories=()),
@@ -63,7 +85,13 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType("batch", "v1", "jobs", "Job", default_propagation="Orphan"),
     ResourceType("batch", "v1", "cronjobs", "CronJob", short_names=("cj",)),
     ResourceType(
-        "apps", "v1", "deployments", "Deployment", short_names=("deploy",), subresources=("status", "scale")
+        "apps",
+        "v1",
+        "deployments",
+        "Deployment",
+        short_names=("deploy",),
+        subresources=("status", "scale"),
+        name_format="label",
     ),
     ResourceType(
         "apps", "v1", "replicasets", "ReplicaSet", short_names=("rs",), subresources=("status", "scale")

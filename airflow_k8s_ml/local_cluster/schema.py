@@ -49,35 +49,76 @@ KIND_MODELS: dict[tuple[str, str], str] = {
 CUSTOM_SCHEMAS: dict[tuple[str, str], Schema] = {}
 
 
-def _replica_spec() -> dict[str, Schema]:
-    return {"replicas": LEAF, "restartPolicy": LEAF, "template": "V1PodTemplateSpec"}
-
-
+# kubeflow.org/v1 PyTorchJob, field for field as training-operator v1 declares it (pkg/apis/kubeflow.org/v1:
+# PyTorchJobSpec, ElasticPolicy, RunPolicy, SchedulingPolicy, ReplicaSpec, JobStatus), so that Strict
+# refuses a typo there as the CRD's structural schema does on a real cluster.
+_SCHEDULING_POLICY: Schema = {
+    "minAvailable": LEAF,
+    "queue": LEAF,
+    "minResources": ("map", LEAF),
+    "priorityClass": LEAF,
+    "scheduleTimeoutSeconds": LEAF,
+}
+_RUN_POLICY: Schema = {
+    "cleanPodPolicy": LEAF,
+    "ttlSecondsAfterFinished": LEAF,
+    "activeDeadlineSeconds": LEAF,
+    "backoffLimit": LEAF,
+    "suspend": LEAF,
+    "managedBy": LEAF,
+    "schedulingPolicy": _SCHEDULING_POLICY,
+}
+_ELASTIC_POLICY: Schema = {
+    "minReplicas": LEAF,
+    "maxReplicas": LEAF,
+    "rdzvBackend": LEAF,
+    "rdzvPort": LEAF,
+    "rdzvHost": LEAF,
+    "rdzvId": LEAF,
+    "rdzvConf": ("list", {"key": LEAF, "value": LEAF}),
+    "standalone": LEAF,
+    "nProcPerNode": LEAF,
+    "maxRestarts": LEAF,
+    "metrics": ("list", "V2MetricSpec"),
+}
+_REPLICA_SPEC: Schema = {"replicas": LEAF, "restartPolicy": LEAF, "template": "V1PodTemplateSpec"}
+_JOB_STATUS: Schema = {
+    "conditions": (
+        "list",
+        {
+            "type": LEAF,
+            "status": LEAF,
+            "reason": LEAF,
+            "message": LEAF,
+            "lastUpdateTime": LEAF,
+            "lastTransitionTime": LEAF,
+        },
+    ),
+    "replicaStatuses": (
+        "map",
+        {
+            "active": LEAF,
+            "succeeded": LEAF,
+            "failed": LEAF,
+            "labelSelector": "V1LabelSelector",
+            "selector": LEAF,
+        },
+    ),
+    "startTime": LEAF,
+    "completionTime": LEAF,
+    "lastReconcileTime": LEAF,
+}
 CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
     "apiVersion": LEAF,
     "kind": LEAF,
     "metadata": "V1ObjectMeta",
     "spec": {
-        "pytorchReplicaSpecs": ("map", _replica_spec()),
-        "runPolicy": {
-            "cleanPodPolicy": LEAF,
-            "ttlSecondsAfterFinished": LEAF,
-            "activeDeadlineSeconds": LEAF,
-            "backoffLimit": LEAF,
-            "suspend": LEAF,
-            "managedBy": LEAF,
-            "schedulingPolicy": {
-                "minAvailable": LEAF,
-                "queue": LEAF,
-                "minResources": ("map", LEAF),
-                "priorityClass": LEAF,
-                "scheduleTimeoutSeconds": LEAF,
-            },
-        },
-        "elasticPolicy": ("map", LEAF),
+        "runPolicy": _RUN_POLICY,
+        "elasticPolicy": _ELASTIC_POLICY,
+        "pytorchReplicaSpecs": ("map", _REPLICA_SPEC),
         "nprocPerNode": LEAF,
     },
-    "status": ("map", LEAF),
+    "status": _JOB_STATUS,
 }
 
 

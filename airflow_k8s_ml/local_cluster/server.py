@@ -20,12 +20,22 @@ from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
+
 from . import discovery, errors, routing, tables
-from .decoding import MAX_DEPTH, TOO_DEEP, check_fields, decode_body, nesting_depth
+from .decoding import (
+    MAX_DEPTH,
+    TOO_DEEP,
+    check_fields,
+    decode_body,
+    nesting_depth,
+    validation_mode,
+    warning_headers,
+)
 from .meta import new_uid
-from .patch import PatchError, apply_patch
+from .patch import apply_patch
 from .resources import ResourceType
-from .selectors import SelectorError, parse_field_selector, parse_label_selector, supported_fields
+from .selectors import parse_field_selector, supported_fields
 from .store import Change, Obj
 from .watch_encoding import EventCache, encode_event, write_chunked
 
@@ -50,6 +60,11 @@ def _truthy(value: str | None) -> bool:
 
 def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     return web.Response(text=json.dumps(body), status=status, content_type=JSON, headers=headers)
+
+
+def status_response(err: errors.StatusError, headers: dict[str, str] | None = None) -> web.Response:
+    """The one way an error leaves the server: its Status body, code and headers."""
+    return json_response(err.status(), err.code, {**err.headers, **(headers or {})})
 
 
 def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
@@ -101,7 +116,7 @@ class ApiServer:
         header = request.headers.get("Authorization", "")
         scheme, _, presented = header.partition(" ")
         if scheme.lower() != "bearer" or not secrets.compare_digest(presented.strip(), self.token):
-            return json_response(errors.unauthorized().status(), 401)
+            return status_response(errors.unauthorized())
         return await handler(request)
 
     @web.middleware
@@ -111,24 +126,11 @@ class ApiServer:
             if not request.path.startswith("/admin") and request.path != "/metrics":
                 self.cluster.faults.check(verb, resource)
             return await handler(request)
-        except errors.ApiError as exc:
-            return json_response(exc.status(), exc.code, exc.headers)
         except web.HTTPRequestEntityTooLarge:
             err = errors.request_entity_too_large(MAX_REQUEST_BYTES)
-            return json_response(err.status(), err.code, {"Connection": "close"})
-        except RecursionError:  # a body nested too deeply for some step after decoding
-            err = errors.bad_request("the request body is nested too deeply")
-            return json_response(err.status(), err.code)
-        except SelectorError as exc:
-            return json_response(errors.bad_request(str(exc)).status(), 400)
-        except PatchError as exc:
-            code = getattr(exc, "code", 422)
-            err = (
-                errors.unsupported_media_type(getattr(exc, "content_type", "") or str(exc))
-                if code == 415
-                else errors.ApiError(code, "BadRequest" if code == 400 else "Invalid", str(exc))
-            )
-            return json_response(err.status(), err.code)
+            return status_response(err, {"Connection": "close"})
+        except (errors.LocalClusterError, SelectorError, RecursionError) as exc:
+            return status_response(errors.as_status(exc))
 
     @staticmethod
     def _classify(request: web.Request) -> tuple[str, str]:
@@ -158,10 +160,10 @@ class ApiServer:
         if isinstance(target, routing.GroupVersion):
             doc = discovery.resource_list(target.group, target.version)
             if doc is None:
-                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return json_response(doc)
         if target is None or target.rt is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return await self._resource(request, target)
 
     def _fixed_routes(self) -> dict[str, Handler]:
@@ -188,17 +190,17 @@ class ApiServer:
         else:
             doc = None
         if doc is None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return json_response(doc)
 
     async def _resource(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
         assert target.rt is not None
         if target.rt.namespaced and target.namespace is None and target.name is not None:
-            raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         if target.subresource and target.subresource != "status":
             handler = self.cluster.subresources.get((target.rt.storage_key, target.subresource))
             if handler is None:
-                raise errors.ApiError(404, "NotFound", "the server could not find the requested resource")
+                raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return await handler(request, target)
         method = request.method
         if target.name is None:
@@ -257,10 +259,10 @@ class ApiServer:
                     "the namespace of the provided object does not match the namespace sent on the request"
                 )
             meta["namespace"] = target.namespace or meta.get("namespace") or "default"
-        obj.pop("status", None) if rt.plural not in ("events",) else None
+        obj.pop("status", None)  # PrepareForCreate: status is the controllers' to write
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
-        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
 
     async def replace(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -279,11 +281,12 @@ class ApiServer:
         updated = self.store.update(
             rt, self.cluster.to_storage(rt, obj), subresource=target.subresource, dry_run=_dry_run(request)
         )
-        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, updated), 200, warning_headers(warnings))
 
     async def patch(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
         content_type = request.headers.get("Content-Type", JSON)
+        mode = _validation(request)
         raw = await request.read()
         namespace, name = target.namespace or "", target.name or ""
         current = self.store.find(rt, namespace, name)
@@ -297,9 +300,7 @@ class ApiServer:
             raise errors.bad_request("patch did not produce an object")
         if nesting_depth(patched) > MAX_DEPTH:
             raise errors.bad_request(f"error decoding patch: {TOO_DEEP}")
-        patched, warnings = check_fields(
-            patched, rt.api_version, rt.kind, request.query.get("fieldValidation"), []
-        )
+        patched, warnings = check_fields(patched, rt.api_version, rt.kind, mode, [])
         meta = patched.setdefault("metadata", {})
         meta["name"], meta["uid"] = name, current["metadata"]["uid"]
         if rt.namespaced:
@@ -319,7 +320,7 @@ class ApiServer:
             subresource=target.subresource,
             dry_run=_dry_run(request),
         )
-        return json_response(self.cluster.present(rt, updated), 200, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, updated), 200, warning_headers(warnings))
 
     async def _apply_create(self, request: web.Request, target: routing.Target, raw: bytes) -> web.Response:
         rt = _rt(target)
@@ -327,10 +328,10 @@ class ApiServer:
         obj.setdefault("metadata", {})["name"] = target.name
         if rt.namespaced:
             obj["metadata"]["namespace"] = target.namespace
-        obj, warnings = check_fields(obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), [])
+        obj, warnings = check_fields(obj, rt.api_version, rt.kind, _validation(request), [])
         obj = self.cluster.admit(rt, obj, None)
         created = self.store.create(rt, obj, dry_run=_dry_run(request))
-        return json_response(self.cluster.present(rt, created), 201, _warning_headers(warnings))
+        return json_response(self.cluster.present(rt, created), 201, warning_headers(warnings))
 
     async def delete(self, request: web.Request, target: routing.Target) -> web.Response:
         rt = _rt(target)
@@ -345,7 +346,7 @@ class ApiServer:
             precondition_rv=(options.get("preconditions") or {}).get("resourceVersion"),
             dry_run=_dry_run(request),
         )
-        if rt.plural == "pods":
+        if self.store.delete_rules[rt.storage_key].answers_with_object:
             return json_response(self.cluster.present(rt, obj))
         if gone:
             return json_response(status_success(rt, obj))
@@ -368,7 +369,7 @@ class ApiServer:
                         grace_period=options.get("gracePeriodSeconds"),
                     )
                     deleted.append(self.cluster.present(rt, last))
-                except errors.ApiError as exc:
+                except errors.StatusError as exc:
                     if exc.code != 404:
                         raise
         return json_response(
@@ -408,7 +409,7 @@ class ApiServer:
             if since is not None and faults.expire_resumes:
                 raise errors.expired(requested, self.store.resource_version)
             w, backlog = self.store.watch(rt, target.namespace, since)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             await send("ERROR", exc.status())
             await response.write_eof()
             return response
@@ -521,6 +522,7 @@ class ApiServer:
         return matches
 
     async def _read_object(self, request: web.Request, rt: ResourceType) -> tuple[Obj, builtins.list[str]]:
+        mode = _validation(request)  # the options are checked before the body, as upstream
         decoded = decode_body(await request.read(), request.headers.get("Content-Type", JSON))
         obj = decoded.body
         if not isinstance(obj, dict):
@@ -534,9 +536,7 @@ class ApiServer:
                 if api_version != rt.api_version
                 else f'Object kind "{kind}" does not match the resource "{rt.plural}" ({rt.kind})'
             )
-        return check_fields(
-            obj, rt.api_version, rt.kind, request.query.get("fieldValidation"), decoded.duplicates
-        )
+        return check_fields(obj, rt.api_version, rt.kind, mode, decoded.duplicates)
 
     async def _delete_options(self, request: web.Request) -> dict[str, Any]:
         options: dict[str, Any] = {}
@@ -569,14 +569,12 @@ async def _ok(body: Any) -> web.Response:
     return json_response(body)
 
 
+def _validation(request: web.Request) -> str:
+    return validation_mode(request.query.get("fieldValidation"), request.method)
+
+
 def _dry_run(request: web.Request) -> bool:
     return request.query.get("dryRun") == "All"
-
-
-def _warning_headers(warnings: builtins.list[str]) -> dict[str, str] | None:
-    if not warnings:
-        return None
-    return {"Warning": ", ".join(f'299 - "{w}"' for w in warnings)}
 
 
 def _patch_sets_rv(raw: bytes, content_type: str) -> bool:

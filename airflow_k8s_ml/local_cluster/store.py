@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from . import errors
+from .kinds import DeleteRules
 from .meta import generate_name, new_uid, rfc3339
 from .resources import ResourceType
 
@@ -126,6 +127,8 @@ class Store:
         self._uid_index: dict[str, tuple[tuple[str, str], Key]] = {}
         self._journal = journal
         self._since_compaction = 0
+        # Kind-specific deletion rules, registered by each kind's owner (see kinds.py).
+        self.delete_rules = DeleteRules()
         if journal is not None:
             self._restore(journal)
 
@@ -236,7 +239,7 @@ class Store:
             return copy.deepcopy(current)  # no-op writes do not bump resourceVersion (as upstream)
         if dry_run:
             return new
-        if self._finalized(new):
+        if self._finalized(rt, new):
             self._remove(rt, key, new)
             return copy.deepcopy(new)
         self._commit("MODIFIED", rt, key, new, current)
@@ -255,7 +258,7 @@ class Store:
             return current
         if _spec_of(new) != _spec_of(current):
             new["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
-        if self._finalized(new):
+        if self._finalized(rt, new):
             self._remove(rt, key, new)
             return new
         self._commit("MODIFIED", rt, key, new, current)
@@ -286,7 +289,7 @@ class Store:
         if current is None:
             raise errors.not_found(rt.group, rt.plural, name)
         if precondition_uid and precondition_uid != current["metadata"]["uid"]:
-            raise errors.ApiError(
+            raise errors.StatusError(
                 409,
                 "Conflict",
                 f'Operation cannot be fulfilled on {rt.qualified} "{name}": Precondition failed: '
@@ -306,17 +309,14 @@ class Store:
             finalizers = meta.setdefault("finalizers", [])
             if FOREGROUND_FINALIZER not in finalizers:
                 finalizers.append(FOREGROUND_FINALIZER)
-        if rt.plural == "pods" and self._needs_graceful_stop(current, grace_period):
-            grace = (
-                grace_period
-                if grace_period is not None
-                else current["spec"].get("terminationGracePeriodSeconds", 30)
-            )
+        rule = self.delete_rules[rt.storage_key]
+        grace = rule.grace_period(current, grace_period)
+        if grace is not None:
             meta.setdefault("deletionTimestamp", now)
             meta["deletionGracePeriodSeconds"] = grace
             self._commit("MODIFIED", rt, key, new, current)
             return False, copy.deepcopy(new)
-        if rt.plural == "namespaces":
+        if rule.empties_namespace:
             self._delete_namespace_contents(meta["name"])
         if meta.get("finalizers"):
             if "deletionTimestamp" not in current["metadata"]:
@@ -435,7 +435,7 @@ class Store:
         if ns is None:
             raise errors.not_found("", "namespaces", namespace)
         if ns["metadata"].get("deletionTimestamp"):
-            raise errors.ApiError(
+            raise errors.StatusError(
                 403,
                 "Forbidden",
                 f"unable to create new content in namespace {namespace} because it is being terminated",
@@ -474,22 +474,15 @@ class Store:
             meta["generation"] = current["metadata"].get("generation", 1) + 1
         return new
 
-    @staticmethod
-    def _finalized(obj: Obj) -> bool:
+    def _finalized(self, rt: ResourceType, obj: Obj) -> bool:
+        """A terminating object whose finalizers are gone goes (``ShouldDeleteDuringUpdate``), if its kind's
+        rule allows it now."""
         meta = obj["metadata"]
-        # A pod goes only once the kubelet confirmed (grace period 0), as upstream's ShouldDeleteDuringUpdate.
         return (
             bool(meta.get("deletionTimestamp"))
             and not meta.get("finalizers")
-            and (obj.get("kind") != "Pod" or meta.get("deletionGracePeriodSeconds") == 0)
+            and self.delete_rules[rt.storage_key].removable(obj)
         )
-
-    @staticmethod
-    def _needs_graceful_stop(pod: Obj, grace_period: int | None) -> bool:
-        if grace_period == 0:
-            return False
-        phase = (pod.get("status") or {}).get("phase", "Pending")
-        return bool(pod.get("spec", {}).get("nodeName")) and phase not in ("Succeeded", "Failed")
 
     def _orphan_dependents(self, uid: str) -> None:
         for storage_key, dep in self.dependents_of(uid):
@@ -526,7 +519,7 @@ class Store:
         raw = json.dumps(obj, separators=(",", ":")).encode()
         if len(raw) > self._max_object_bytes and type_ != "DELETED":
             obj["metadata"]["resourceVersion"] = old["metadata"]["resourceVersion"] if old else ""
-            raise errors.ApiError(500, "", TOO_LARGE_MESSAGE)
+            raise errors.StatusError(500, "", TOO_LARGE_MESSAGE)
         if self._journal is not None:
             self._journal.append(rv, type_, storage_key, key[0], key[1], raw)
         self._rv = rv

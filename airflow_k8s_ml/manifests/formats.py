@@ -9,10 +9,20 @@ on every DAG parse. The names and labels *we* derive from a task instance are in
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_k8s_ml.k8s.names import (
+    DNS1035_LABEL_MAX,
+    DNS1123_LABEL_MAX,
+    DNS1123_SUBDOMAIN_MAX,
+    LABEL_VALUE_MAX,
+    is_dns1035_label,
+    is_dns1123_label,
+    is_dns1123_subdomain,
+    is_label_value,
+    is_qualified_name,
+)
 from airflow_k8s_ml.manifests.validation import check_non_empty_str, fail
 
 __all__ = [
@@ -36,45 +46,13 @@ __all__ = [
     "validate_namespace",
 ]
 
-# --- formats (regexes from k8s.io/apimachinery/pkg/util/validation) -------------------------------------
+# --- formats: the shared core's (k8s.io/apimachinery/pkg/util/validation) ------------------------------
 
-_DNS1123_LABEL = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
-_DNS1123_LABEL_RE = re.compile(rf"^{_DNS1123_LABEL}$")
-_DNS1123_SUBDOMAIN_RE = re.compile(rf"^{_DNS1123_LABEL}(\.{_DNS1123_LABEL})*$")
-_DNS1035_LABEL_RE = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_QUALIFIED_NAME_RE = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
-_LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
-
-DNS1123_LABEL_MAX = 63
-DNS1123_SUBDOMAIN_MAX = 253
-DNS1035_LABEL_MAX = 63
-LABEL_VALUE_MAX = 63
-QUALIFIED_NAME_MAX = 63
 ANNOTATIONS_TOTAL_MAX = 256 * 1024
 
 _LABEL_HINT = (
     "must start and end with a lowercase letter or digit and contain only lowercase letters, digits, '-'"
 )
-
-
-def is_dns1123_label(value: str) -> bool:
-    return len(value) <= DNS1123_LABEL_MAX and bool(_DNS1123_LABEL_RE.match(value))
-
-
-def is_dns1123_subdomain(value: str) -> bool:
-    return len(value) <= DNS1123_SUBDOMAIN_MAX and bool(_DNS1123_SUBDOMAIN_RE.match(value))
-
-
-def is_dns1035_label(value: str) -> bool:
-    return len(value) <= DNS1035_LABEL_MAX and bool(_DNS1035_LABEL_RE.match(value))
-
-
-def is_qualified_name(value: str) -> bool:
-    return len(value) <= QUALIFIED_NAME_MAX and bool(_QUALIFIED_NAME_RE.match(value))
-
-
-def is_label_value(value: str) -> bool:
-    return len(value) <= LABEL_VALUE_MAX and bool(_LABEL_VALUE_RE.match(value))
 
 
 def _check_length(value: str, maximum: int, field: str) -> None:
@@ -86,7 +64,7 @@ def validate_dns1123_label(value: Any, field: str, *, max_length: int = DNS1123_
     """RFC 1123 label: namespaces, container names, port names, volume names."""
     value = check_non_empty_str(value, field)
     _check_length(value, min(max_length, DNS1123_LABEL_MAX), field)
-    if not _DNS1123_LABEL_RE.match(value):
+    if not is_dns1123_label(value):
         raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 label {_LABEL_HINT}")
     return value
 
@@ -95,7 +73,7 @@ def validate_dns1123_subdomain(value: Any, field: str, *, max_length: int = DNS1
     """RFC 1123 subdomain: most object names (Job, CronJob, Deployment, ConfigMap, Secret, ...)."""
     value = check_non_empty_str(value, field)
     _check_length(value, min(max_length, DNS1123_SUBDOMAIN_MAX), field)
-    if not _DNS1123_SUBDOMAIN_RE.match(value):
+    if not is_dns1123_subdomain(value):
         raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 subdomain {_LABEL_HINT} or '.'")
     return value
 
@@ -104,7 +82,7 @@ def validate_dns1035_label(value: Any, field: str, *, max_length: int = DNS1035_
     """RFC 1035 label: Services (their name becomes a DNS name) and PyTorchJobs (whose pods get Services)."""
     value = check_non_empty_str(value, field)
     _check_length(value, min(max_length, DNS1035_LABEL_MAX), field)
-    if not _DNS1035_LABEL_RE.match(value):
+    if not is_dns1035_label(value):
         raise fail(
             field,
             f"invalid name {value!r}: an RFC 1035 label must start with a lowercase letter, end with a "

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import format_label_selector
 from airflow_k8s_ml.manifests.formats import (
     LABEL_VALUE_MAX,
     is_label_value,
@@ -139,7 +140,7 @@ class RunKey:
     def label_selector(self, *, include_attempt: bool = False) -> str:
         """``k=v,k=v`` selector string for list/watch calls."""
         labels = self.labels() if include_attempt else self.task_instance_labels()
-        return ",".join(f"{key}={value}" for key, value in labels.items())
+        return format_label_selector(labels)
 
     def identity_digest(self, length: int = 10) -> str:
         """Short stable hash of the task instance (not the attempt): shared by all attempts' names."""

@@ -9,11 +9,12 @@ never schedules). The grammar and the rules (extended resources are integers and
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Mapping
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from typing import Any
 
+from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.quantities import is_extended_resource
 from airflow_k8s_ml.manifests.formats import is_dns1123_subdomain, is_qualified_name
 from airflow_k8s_ml.manifests.validation import fail
 
@@ -33,13 +34,10 @@ Quantity = str | int | float
 
 GPU_RESOURCE = "nvidia.com/gpu"
 
-# <signedNumber><suffix>; suffix is binarySI | decimalSI | decimalExponent (Go's parseQuantityString).
-_QUANTITY_RE = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+_QUANTITY_HINT = (
+    f"quantities must match the regular expression '{quantities.QUANTITY_PATTERN}' "
+    "(e.g. '500m', '2Gi', '1.5', '1e3')"
 )
-_BINARY = {"Ki": 1, "Mi": 2, "Gi": 3, "Ti": 4, "Pi": 5, "Ei": 6}
-_DECIMAL = {"m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _STANDARD_CONTAINER_RESOURCES = {"cpu", "memory", "ephemeral-storage"}
 
 
@@ -70,23 +68,12 @@ def parse_quantity(value: Any, field: str = "quantity") -> Decimal:
         value = format_quantity(value, field)
     if not isinstance(value, str):
         raise fail(field, f"invalid quantity {value!r}: expected a string like '500m' or '2Gi'")
-    match = _QUANTITY_RE.match(value)
-    if match is None:
-        raise fail(
-            field,
-            f"invalid quantity {value!r}: quantities must match the regular expression "
-            r"'^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (e.g. '500m', '2Gi', '1.5', '1e3')",
-        )
+    if value != value.strip():
+        raise fail(field, f"invalid quantity {value!r}: {_QUANTITY_HINT}")
     try:
-        number = Decimal(match["number"])
-    except InvalidOperation as exc:  # pragma: no cover - the regex admits only valid decimals
-        raise fail(field, f"invalid quantity {value!r}") from exc
-    suffix = match["suffix"] or ""
-    if suffix in _BINARY:
-        return number * (Decimal(1024) ** _BINARY[suffix])
-    if suffix in _DECIMAL:
-        return number.scaleb(_DECIMAL[suffix])
-    return number.scaleb(int(suffix[1:]))
+        return quantities.parse(value)
+    except quantities.QuantityError:
+        raise fail(field, f"invalid quantity {value!r}: {_QUANTITY_HINT}") from None
 
 
 def is_integer_quantity(value: Any) -> bool:
@@ -96,16 +83,6 @@ def is_integer_quantity(value: Any) -> bool:
     except ValueError:
         return False
     return number == number.to_integral_value()
-
-
-def is_extended_resource(name: str) -> bool:
-    """A vendor resource such as ``nvidia.com/gpu`` or ``nvidia.com/mig-1g.5gb`` (not ``kubernetes.io``)."""
-    prefix, slash, _ = name.partition("/")
-    if not slash:
-        return False
-    return not (
-        prefix == "kubernetes.io" or prefix.endswith(".kubernetes.io") or name.startswith("requests.")
-    )
 
 
 def validate_resource_name(name: Any, field: str) -> str:

@@ -7,11 +7,11 @@ that ``field`` is always set, so an operator can tell the user *which* argument 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.names import is_env_var_name
 
 __all__ = [
     "ValidationError",
@@ -29,9 +29,6 @@ __all__ = [
     "require",
 ]
 
-# Kubernetes' classic env var rule (C identifier plus '-' and '.'), accepted by every supported version.
-# The relaxed rule (any printable ASCII but '=') is only on by default from 1.32, so we stay strict.
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 
 
 def fail(field: str, message: str) -> ValidationError:
@@ -124,7 +121,7 @@ def check_str_sequence(value: Any, field: str, *, allow_empty_items: bool = True
 
 
 def check_env_name(name: Any, field: str) -> str:
-    if not isinstance(name, str) or not _ENV_NAME.match(name):
+    if not isinstance(name, str) or not is_env_var_name(name):
         raise ValidationError(
             field, f"invalid environment variable name {name!r}: must match [-._a-zA-Z][-._a-zA-Z0-9]*"
         )

@@ -7,8 +7,11 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.cronjob_admission import admit_cronjob, validate_cronjob
-from airflow_k8s_ml.local_cluster.errors import ApiError
+from airflow_k8s_ml.local_cluster.controllers.cronjob.admission import (
+    admit_cronjob,
+    validate_cronjob,
+)
+from airflow_k8s_ml.local_cluster.errors import StatusError
 
 
 def body(name: str = "nightly", schedule: str = "*/5 * * * *", **spec: Any) -> dict[str, Any]:
@@ -35,7 +38,7 @@ def body(name: str = "nightly", schedule: str = "*/5 * * * *", **spec: Any) -> d
 
 
 def rejection(obj: dict[str, Any], old: dict[str, Any] | None = None) -> str:
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(StatusError) as caught:
         admit_cronjob(obj, old)
     assert caught.value.code == 422 and caught.value.reason == "Invalid"
     return caught.value.message
@@ -168,7 +171,7 @@ def test_job_template_is_validated_as_a_job_spec() -> None:
 def test_wrong_types_are_a_bad_request() -> None:
     obj = body()
     obj["spec"]["schedule"] = 5
-    with pytest.raises(ApiError) as caught:
+    with pytest.raises(StatusError) as caught:
         admit_cronjob(obj, None)
     assert caught.value.code == 400
     assert "cannot unmarshal number into Go struct field CronJobSpec.spec.schedule of type string" in (

@@ -8,13 +8,10 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.cronjob_schedule import (
-    ScheduleError,
-    format_schedule,
-    load_location,
+from airflow_k8s_ml.k8s.cron import ScheduleError, format_schedule, load_location, parse_standard
+from airflow_k8s_ml.local_cluster.controllers.cronjob.schedule import (
     most_recent_schedule_time,
     next_schedule_delay,
-    parse_standard,
 )
 
 TOP = datetime(2016, 5, 19, 10, 0, tzinfo=UTC)  # upstream's topOfTheHour (a Thursday)

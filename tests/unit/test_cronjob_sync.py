@@ -8,9 +8,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.cronjob_admission import admit_cronjob
-from airflow_k8s_ml.local_cluster.controllers.cronjob_jobs import history_to_delete, job_from_template
-from airflow_k8s_ml.local_cluster.controllers.cronjob_sync import sync
+from airflow_k8s_ml.local_cluster.controllers.cronjob.admission import admit_cronjob
+from airflow_k8s_ml.local_cluster.controllers.cronjob.jobs import (
+    history_to_delete,
+    job_from_template,
+)
+from airflow_k8s_ml.local_cluster.controllers.cronjob.sync import sync
 from airflow_k8s_ml.local_cluster.meta import owner_reference
 
 Obj = dict[str, Any]

@@ -8,7 +8,10 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.deploy_admission import admit_deployment, admit_replicaset
+from airflow_k8s_ml.local_cluster.controllers.deployment.admission import (
+    admit_deployment,
+    admit_replicaset,
+)
 
 BASE: dict[str, Any] = {
     "metadata": {"name": "web"},
@@ -29,7 +32,7 @@ def with_spec(**spec: Any) -> dict[str, Any]:
 
 
 def messages(body: dict[str, Any], old: dict[str, Any] | None = None) -> str:
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_deployment(body, old)
     assert caught.value.code == 422
     return caught.value.message
@@ -60,7 +63,7 @@ def test_selector_must_match_template_labels() -> None:
         'Deployment.apps "web" is invalid: spec.template.metadata.labels: Invalid value: '
         'map[string]string{"app":"web"}: `selector` does not match template `labels`'
     )
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_replicaset(body, None)
     assert caught.value.message.startswith('ReplicaSet.apps "web" is invalid: spec.template.metadata.labels')
 

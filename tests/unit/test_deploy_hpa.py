@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.hpa_admission import admit_hpa
-from airflow_k8s_ml.local_cluster.controllers.hpa_convert import to_v1, to_v2
-from airflow_k8s_ml.local_cluster.controllers.hpa_metrics import MetricError, PodCounts, propose
-from airflow_k8s_ml.local_cluster.controllers.hpa_scaling import (
+from airflow_k8s_ml.local_cluster.controllers.hpa.admission import admit_hpa
+from airflow_k8s_ml.local_cluster.controllers.hpa.convert import to_v1, to_v2
+from airflow_k8s_ml.local_cluster.controllers.hpa.metrics import MetricError, PodCounts, propose
+from airflow_k8s_ml.local_cluster.controllers.hpa.scaling import (
     History,
     normalize_legacy,
     normalize_with_behavior,
@@ -104,7 +104,7 @@ def test_admission_defaults_and_validation() -> None:
     assert admitted["status"] == {"desiredReplicas": 0}
     bad = copy.deepcopy(hpa_v2())
     bad["spec"].update(minReplicas=4, maxReplicas=2)
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_hpa(bad, None)
     assert caught.value.message == (
         'HorizontalPodAutoscaler.autoscaling "web" is invalid: spec.maxReplicas: '

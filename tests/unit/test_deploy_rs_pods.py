@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.rs_pods import (
+from airflow_k8s_ml.local_cluster.controllers.deployment.replicaset_pods import (
     pod_from_template,
     pods_to_delete,
     replicaset_status,

@@ -10,10 +10,13 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.endpoints import endpoints_for, find_port
-from airflow_k8s_ml.local_cluster.controllers.endpointslices import plan
-from airflow_k8s_ml.local_cluster.controllers.service_admission import Allocator, admit_service
-from airflow_k8s_ml.local_cluster.controllers.service_proxy import raw_subpath, split_scheme_name_port
+from airflow_k8s_ml.local_cluster.controllers.service.admission import Allocator, admit_service
+from airflow_k8s_ml.local_cluster.controllers.service.endpoints import endpoints_for, find_port
+from airflow_k8s_ml.local_cluster.controllers.service.endpointslices import plan
+from airflow_k8s_ml.local_cluster.controllers.service.proxy import (
+    raw_subpath,
+    split_scheme_name_port,
+)
 
 
 def allocator(used: set[str] | None = None) -> Allocator:
@@ -62,13 +65,13 @@ def test_defaults_and_cluster_ip_allocation() -> None:
 
 
 def test_requested_address_must_be_free_and_in_range() -> None:
-    with pytest.raises(errors.ApiError) as taken:
+    with pytest.raises(errors.StatusError) as taken:
         admit_service(allocator({"10.96.0.20"}))(service(clusterIP="10.96.0.20"), None)
     assert taken.value.message == (
         'Service "web" is invalid: spec.clusterIPs: Invalid value: []string{"10.96.0.20"}: '
         "failed to allocate IP 10.96.0.20: provided IP is already allocated"
     )
-    with pytest.raises(errors.ApiError) as outside:
+    with pytest.raises(errors.StatusError) as outside:
         admit_service(allocator())(service(clusterIP="192.168.0.1"), None)
     assert "is not in the valid range. The range of valid IPs is 10.96.0.0/12" in outside.value.message
 
@@ -79,7 +82,7 @@ def test_update_keeps_the_address_and_rejects_changes() -> None:
     assert admit(service(), old)["spec"]["clusterIP"] == old["spec"]["clusterIP"]
     moved = copy.deepcopy(old)
     moved["spec"]["clusterIP"] = "10.96.9.9"
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit(moved, old)
     assert caught.value.message.endswith(
         'spec.clusterIPs[0]: Invalid value: []string{"10.96.9.9"}: may not change once set'
@@ -95,7 +98,7 @@ def test_update_keeps_the_address_and_rejects_changes() -> None:
     ],
 )
 def test_port_validation(ports: list[dict[str, Any]], expected: str) -> None:
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_service(allocator())(service(ports=ports), None)
     assert expected in caught.value.message
 
@@ -135,7 +138,7 @@ def test_proxy_ids_and_paths() -> None:
     assert split_scheme_name_port("web") == ("", "web", "")
     assert split_scheme_name_port("web:80") == ("", "web", "80")
     assert split_scheme_name_port("https:web:https") == ("https", "web", "https")
-    with pytest.raises(errors.ApiError):
+    with pytest.raises(errors.StatusError):
         split_scheme_name_port("ftp:web:21")
     assert raw_subpath("/api/v1/namespaces/ns/services/web:80/proxy/a%2Fb/c?x=1") == "/a%2Fb/c"
     assert raw_subpath("/api/v1/namespaces/ns/services/proxy:80/proxy/") == "/"

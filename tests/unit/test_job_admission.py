@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.job_admission import admit_job
-from airflow_k8s_ml.local_cluster.errors import ApiError
+from airflow_k8s_ml.local_cluster.controllers.job.admission import admit_job
+from airflow_k8s_ml.local_cluster.errors import StatusError
 
 UID = "0b0b0b0b-1111-2222-3333-444444444444"
 
@@ -25,8 +25,8 @@ def job(**spec: Any) -> dict[str, Any]:
     }
 
 
-def rejected(obj: dict[str, Any], old: dict[str, Any] | None = None) -> ApiError:
-    with pytest.raises(ApiError) as info:
+def rejected(obj: dict[str, Any], old: dict[str, Any] | None = None) -> StatusError:
+    with pytest.raises(StatusError) as info:
         admit_job(obj, old)
     assert info.value.code == 422
     assert info.value.reason == "Invalid"

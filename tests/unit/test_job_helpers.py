@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers import job_conditions as jc
-from airflow_k8s_ml.local_cluster.controllers import job_indexes as ji
-from airflow_k8s_ml.local_cluster.controllers.job_failures import (
+from airflow_k8s_ml.local_cluster.controllers.job import conditions as jc
+from airflow_k8s_ml.local_cluster.controllers.job import indexes as ji
+from airflow_k8s_ml.local_cluster.controllers.job.failures import (
     BackoffRecord,
     backoff_duration,
     match_pod_failure_policy,
     next_backoff_record,
     remaining_backoff,
 )
-from airflow_k8s_ml.local_cluster.controllers.job_pods import (
+from airflow_k8s_ml.local_cluster.controllers.job.pods import (
     finished_time,
     generate_name_prefix,
     is_active,

@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.kubelet import fit, quantity
+from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.local_cluster.kubelet import fit
 from airflow_k8s_ml.local_cluster.kubelet.defaults import apply_pod_defaults, default_pull_policy, qos_class
 from airflow_k8s_ml.local_cluster.kubelet.envvars import expand, field_value
 from airflow_k8s_ml.local_cluster.kubelet.logfile import parse_line, parse_rfc3339, rfc3339_nano
@@ -188,7 +189,7 @@ def test_fit_messages_and_requests() -> None:
     ],
 )
 def test_quantities(text: object, value: Decimal) -> None:
-    assert quantity.parse(text) == value
+    assert quantities.parse(text) == value
 
 
 def test_validation_messages() -> None:

@@ -80,7 +80,7 @@ def test_deny_host_path_names_the_volumes() -> None:
             "volumes": [{"name": "a", "hostPath": {"path": "/"}}, {"name": "b", "hostPath": {"path": "/etc"}}]
         },
     }
-    with pytest.raises(errors.ApiError) as refused:
+    with pytest.raises(errors.StatusError) as refused:
         admit(pod, None)
     assert refused.value.code == 403 and refused.value.reason == "Forbidden"
     assert refused.value.message == (

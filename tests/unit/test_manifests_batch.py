@@ -105,7 +105,7 @@ def test_valid_schedules(schedule):
         ("H * * * *", "failed to parse int from H"),
         ("@fortnightly", "unrecognized descriptor: @fortnightly"),
         ("@daily ", "unrecognized descriptor: @daily "),
-        ("@every 1x", "failed to parse duration 1x"),
+        ("@every 1x", 'failed to parse duration @every 1x: time: unknown unit "x" in duration "1x"'),
         ("TZ=UTC 0 * * * *", TZ_IN_SCHEDULE_MESSAGE),
         ("CRON_TZ=Europe/Berlin 0 0 * * *", TZ_IN_SCHEDULE_MESSAGE),
         (None, "must be a string"),

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.pytorchjob_admission import (
+from airflow_k8s_ml.local_cluster.controllers.pytorchjob.admission import (
     admit_pytorchjob,
     schema_errors,
     set_defaults,
@@ -141,7 +141,7 @@ def test_managed_by_must_be_a_known_controller() -> None:
 
 
 def test_denial_is_a_403_with_the_webhook_prefix_and_an_aggregate() -> None:
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_pytorchjob(job(Master=replica(replicas=3), Worker=replica(image="")), None)
 
     error = caught.value
@@ -169,6 +169,6 @@ def test_field_types_are_checked_like_the_crd_schema() -> None:
         'spec.runPolicy.suspend: Invalid value: "string": '
         'spec.runPolicy.suspend in body must be of type boolean: "string"',
     ]
-    with pytest.raises(errors.ApiError) as caught:
+    with pytest.raises(errors.StatusError) as caught:
         admit_pytorchjob(body, None)
     assert (caught.value.code, caught.value.reason) == (422, "Invalid")

@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.selectors import (
-    FIELDS_BY_RESOURCE,
-    FieldSelector,
+from airflow_k8s_ml.k8s.selectors import (
     LabelSelector,
     Operator,
     SelectorError,
     label_selector_from_match,
     label_selector_from_set,
-    parse_field_selector,
     parse_label_selector,
+)
+from airflow_k8s_ml.local_cluster.selectors import (
+    FIELDS_BY_RESOURCE,
+    FieldSelector,
+    parse_field_selector,
     supported_fields,
 )
 

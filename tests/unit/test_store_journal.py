@@ -47,7 +47,7 @@ def test_reopened_store_has_the_same_objects_history_and_floor(tmp_path: Path) -
     assert _snapshot(again) == before
     _, replayed = again.watch(CONFIGMAPS, None, again.oldest_resource_version)
     assert [(c.rv, c.type, c.obj, c.old) for c in replayed] == [(c.rv, c.type, c.obj, c.old) for c in history]
-    with pytest.raises(errors.ApiError) as expired:
+    with pytest.raises(errors.StatusError) as expired:
         again.watch(CONFIGMAPS, None, again.oldest_resource_version - 1)
     assert expired.value.code == 410
     again.create(CONFIGMAPS, {"metadata": {"name": "new", "namespace": "ns"}})
@@ -59,7 +59,7 @@ def test_a_refused_write_leaves_no_trace(tmp_path: Path) -> None:
     store = _store(tmp_path, max_object_bytes=1000)
     store.create(NAMESPACES, {"metadata": {"name": "ns"}})
     rv = store.resource_version
-    with pytest.raises(errors.ApiError) as refused:
+    with pytest.raises(errors.StatusError) as refused:
         store.create(CONFIGMAPS, {"metadata": {"name": "big", "namespace": "ns"}, "data": {"k": "x" * 2000}})
     assert (refused.value.code, refused.value.message) == (500, "etcdserver: request is too large")
     assert "reason" not in refused.value.status()

@@ -137,7 +137,7 @@ class GarbageCollector(Controller):
     def _delete(self, rt: ResourceType, ns: str, name: str, policy: str) -> None:
         try:
             self.store.delete(rt, ns, name, propagation=policy)
-        except errors.ApiError as exc:
+        except errors.StatusError as exc:
             if exc.code != 404:
                 raise
 

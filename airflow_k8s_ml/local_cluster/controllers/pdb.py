@@ -11,13 +11,15 @@ import math
 from collections.abc import Iterable
 from typing import Any
 
+from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
+
+from ..errors import LocalClusterError
 from ..meta import controller_ref, rfc3339
 from ..resources import ResourceType, lookup
-from ..selectors import SelectorError, label_selector_from_match
 from ..store import Change, Obj
 from .base import Controller, ObjKey
-from .deploy_replicas import spec_replicas
-from .rs_pods import is_ready
+from .deployment.replicas import spec_replicas
+from .deployment.replicaset_pods import is_ready
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
@@ -32,7 +34,7 @@ DEPLOYMENTS = _rt("apps", "v1", "deployments")
 REPLICASETS = _rt("apps", "v1", "replicasets")
 
 
-class ExpectationError(Exception):
+class ExpectationError(LocalClusterError):
     pass
 
 

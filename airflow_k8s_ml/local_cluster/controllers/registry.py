@@ -13,18 +13,19 @@ if TYPE_CHECKING:
 
 CONTROLLER_PATHS: list[str] = [
     "controllers.garbage:GarbageCollector",
+    "controllers.namespace:NamespaceLifecycle",
     "controllers.config_admission:ConfigAdmission",
     "kubelet.scheduler:Scheduler",
     "kubelet.kubelet:Kubelet",
     "kubelet.claims:ClaimBinder",
-    "controllers.job:JobController",
-    "controllers.job_ttl:TTLAfterFinishedController",
-    "controllers.cronjob:CronJobController",
-    "controllers.pytorchjob:PyTorchJobController",
-    "controllers.deployment:DeploymentController",
-    "controllers.replicaset:ReplicaSetController",
-    "controllers.service:ServiceController",
-    "controllers.hpa:HPAController",
+    "controllers.job.controller:JobController",
+    "controllers.job.ttl:TTLAfterFinishedController",
+    "controllers.cronjob.controller:CronJobController",
+    "controllers.pytorchjob.controller:PyTorchJobController",
+    "controllers.deployment.controller:DeploymentController",
+    "controllers.deployment.replicaset:ReplicaSetController",
+    "controllers.service.controller:ServiceController",
+    "controllers.hpa.controller:HPAController",
     "controllers.pdb:DisruptionController",
 ]
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from . import quantity
+from airflow_k8s_ml.k8s import quantities
 
 Obj = dict[str, Any]
 
@@ -85,15 +85,15 @@ def qos_class(spec: Obj) -> str:
         req = {k: v for k, v in (resources.get("requests") or {}).items() if k in ("cpu", "memory")}
         lim = {k: v for k, v in (resources.get("limits") or {}).items() if k in ("cpu", "memory")}
         for name in req:
-            if quantity.try_parse(req[name]):
+            if quantities.try_parse(req[name]):
                 requests[name] = 1
         for name in lim:
-            if quantity.try_parse(lim[name]):
+            if quantities.try_parse(lim[name]):
                 limits[name] = 1
         if set(lim) != {"cpu", "memory"}:
             guaranteed = False
         for name, value in req.items():
-            if name in lim and quantity.try_parse(value) != quantity.try_parse(lim[name]):
+            if name in lim and quantities.try_parse(value) != quantities.try_parse(lim[name]):
                 guaranteed = False
     if not requests and not limits:
         return "BestEffort"

@@ -9,22 +9,25 @@ Pure apart from the two lookups passed in.
 from __future__ import annotations
 
 import base64
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from . import quantity
+from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.names import is_env_var_name
+
+from ..errors import LocalClusterError
 
 Obj = dict[str, Any]
 Lookup = Callable[[str], Obj | None]  # name -> object in the pod's namespace, or None
 
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 _SUBSCRIPT = re.compile(r"^metadata\.(labels|annotations)\['(.*)'\]$")
 
 
-class ConfigError(Exception):
+class ConfigError(LocalClusterError):
     """The container cannot be configured yet (missing Secret/ConfigMap/key): retried until resolved."""
 
     reason = "CreateContainerConfigError"
@@ -106,7 +109,7 @@ def _env_from(pod: Obj, source: Obj, sources: Sources) -> dict[str, str]:
         raise ConfigError(f'{kind} "{ref.get("name", "")}" not found')
     result, invalid = {}, []
     for key, value in data.items():
-        if _ENV_NAME.match(prefix + key):
+        if is_env_var_name(prefix + key):
             result[prefix + key] = value
         else:
             invalid.append(prefix + key)
@@ -205,10 +208,15 @@ def resource_value(pod: Obj, container: Obj, ref: Obj, allocatable: dict[str, De
     kind, _, resource = (ref.get("resource") or "").partition(".")
     values = (target.get("resources") or {}).get(kind) or {}
     raw = values.get(resource)
-    value = quantity.try_parse(raw) if raw is not None else None
+    value = quantities.try_parse(raw) if raw is not None else None
     if value is None:
         value = allocatable.get(resource, Decimal(0)) if kind == "limits" else Decimal(0)
-    divisor = quantity.try_parse(ref.get("divisor") or "1") or Decimal(1)
+    divisor = quantities.try_parse(ref.get("divisor") or "1") or Decimal(1)
     if resource == "cpu":
-        return str(quantity.ceil_div(value * 1000, divisor * 1000))
-    return str(quantity.ceil_div(value, divisor))
+        return str(_ceil_div(value * 1000, divisor * 1000))
+    return str(_ceil_div(value, divisor))
+
+
+def _ceil_div(value: Decimal, divisor: Decimal) -> int:
+    """``resourceFieldRef`` rounds up (convertResourceCPUToString / Memory use ceil)."""
+    return math.ceil(value / divisor) if divisor else 0

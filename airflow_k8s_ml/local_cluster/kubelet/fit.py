@@ -11,8 +11,9 @@ from collections.abc import Iterable
 from decimal import Decimal
 from typing import Any
 
+from airflow_k8s_ml.k8s import quantities
+
 from ..settings import NodeCapacity
-from . import quantity
 
 Obj = dict[str, Any]
 Resources = dict[str, Decimal]
@@ -24,10 +25,10 @@ TERMINAL_PHASES = ("Succeeded", "Failed")
 
 def node_capacity(capacity: NodeCapacity) -> Resources:
     resources = {
-        "cpu": quantity.parse(capacity.cpu),
-        "memory": quantity.parse(capacity.memory),
+        "cpu": quantities.parse(capacity.cpu),
+        "memory": quantities.parse(capacity.memory),
         "pods": Decimal(capacity.pods),
-        "ephemeral-storage": quantity.parse(EPHEMERAL_STORAGE),
+        "ephemeral-storage": quantities.parse(EPHEMERAL_STORAGE),
     }
     if capacity.gpus:
         resources[GPU] = Decimal(capacity.gpus)
@@ -38,7 +39,7 @@ def container_requests(container: Obj) -> Resources:
     resources = container.get("resources") or {}
     merged = dict(resources.get("limits") or {})
     merged.update(resources.get("requests") or {})
-    return {name: value for name, raw in merged.items() if (value := quantity.try_parse(raw)) is not None}
+    return {name: value for name, raw in merged.items() if (value := quantities.try_parse(raw)) is not None}
 
 
 def pod_requests(pod: Obj) -> Resources:
@@ -51,7 +52,7 @@ def pod_requests(pod: Obj) -> Resources:
         for name, value in container_requests(container).items():
             total[name] = max(total.get(name, Decimal(0)), value)
     for name, raw in (spec.get("overhead") or {}).items():
-        extra = quantity.try_parse(raw)
+        extra = quantities.try_parse(raw)
         if extra is not None:
             total[name] = total.get(name, Decimal(0)) + extra
     return total
@@ -130,7 +131,7 @@ def rejection(request: Resources, used: Resources, capacity: Resources) -> tuple
         if in_use + value > have:
 
             def show(v: Decimal, n: str = name) -> str:
-                return str(int(v * 1000)) if n == "cpu" else quantity.format_plain(v)
+                return str(int(v * 1000)) if n == "cpu" else quantities.format_plain(v)
 
             return (
                 f"OutOf{name}",

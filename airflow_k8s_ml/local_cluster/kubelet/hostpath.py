@@ -39,7 +39,7 @@ def deny_host_path() -> Callable[[Obj, Obj | None], Obj]:
         if old is None and names:
             meta = pod.get("metadata") or {}
             details = {"name": meta.get("name", ""), "kind": "pods"}
-            raise errors.ApiError(403, "Forbidden", forbid_message(pod, names), details)
+            raise errors.StatusError(403, "Forbidden", forbid_message(pod, names), details)
         return pod
 
     return admit

@@ -23,6 +23,7 @@ from ..resources import ResourceType, lookup
 from ..store import Change, Obj
 from .admission import pod_admission
 from .containment import Containment, detect
+from .deletion import POD_DELETE_RULE
 from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
 from .fit import TERMINAL_PHASES
@@ -71,6 +72,7 @@ class Kubelet(Controller):
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
+        self.store.delete_rules.register(self.pods_rt.storage_key, POD_DELETE_RULE)
         if self.settings.deny_host_path:
             self.cluster.register_admission(self.pods_rt, deny_host_path())
         self.cluster.register_admission(self.pods_rt, pod_admission(self.settings.default_grace_period))
@@ -138,7 +140,7 @@ class Kubelet(Controller):
             return
         if pod["metadata"].get("deletionTimestamp"):
             # Nothing runs (finished, or never started): confirm the deletion at once.
-            with contextlib.suppress(errors.ApiError):
+            with contextlib.suppress(errors.StatusError):
                 self.store.delete(self.pods_rt, key[0], key[1], grace_period=0, precondition_uid=uid)
             return
         if (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:

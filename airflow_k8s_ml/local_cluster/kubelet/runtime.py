@@ -20,6 +20,7 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import LocalClusterError
 from .containment import Instance
 from .logfile import LogSink, pump
 
@@ -27,7 +28,7 @@ _PUMP_DRAIN = 2.0  # seconds to wait for output still buffered in the pipes afte
 _POLL = 0.05  # exit polling where pidfds do not exist (not Linux)
 
 
-class StartError(Exception):
+class StartError(LocalClusterError):
     """The process could not be started (reported as terminated, reason StartError, exit code 128)."""
 
 

@@ -7,23 +7,16 @@ admission function builds one 422 with all of them (as field.ErrorList does).
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from ..naming import LABEL_MSG
-from . import quantity
+from airflow_k8s_ml.k8s import quantities
+from airflow_k8s_ml.k8s.names import ENV_VAR_NAME_MSG, LABEL_MSG, is_dns1123_label, is_env_var_name
+
 from .volume_paths import validate_volume_paths
 
 Obj = dict[str, Any]
 Cause = tuple[str, str, str]  # (field, reason, message) as in a Status cause
 
-_LABEL = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
-_ENV_NAME_MSG = (
-    "a valid environment variable name must consist of alphabetic characters, digits, '_', '-', "
-    "or '.', and must not start with a digit (e.g. 'my.env-name',  or 'MY_ENV.NAME',  or "
-    "'MyEnvName1', regex used for validation is '[-._a-zA-Z][-._a-zA-Z0-9]*')"
-)
 _RESTART_POLICIES = ("Always", "OnFailure", "Never")
 _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 _STANDARD_RESOURCES = ("cpu", "memory", "ephemeral-storage")
@@ -112,7 +105,7 @@ def _validate_volumes(volumes: list[Obj], causes: list[Cause]) -> set[str]:
             causes.append(required(f"spec.volumes[{i}].name"))
         elif name in names:
             causes.append(duplicate(f"spec.volumes[{i}].name", name))
-        elif not _LABEL.match(name):
+        elif not is_dns1123_label(name):
             causes.append(invalid(f"spec.volumes[{i}].name", name, LABEL_MSG))
         else:
             names.add(name)
@@ -128,7 +121,7 @@ def _validate_container(
     name = container.get("name")
     if not name:
         causes.append(required(f"{path}.name"))
-    elif not _LABEL.match(name):
+    elif not is_dns1123_label(name):
         causes.append(invalid(f"{path}.name", name, LABEL_MSG))
     elif name in names:
         causes.append(duplicate(f"{path}.name", name))
@@ -143,8 +136,8 @@ def _validate_container(
         env_name = env.get("name")
         if not env_name:
             causes.append(required(f"{path}.env[{j}].name"))
-        elif not _ENV_NAME.match(env_name):
-            causes.append(invalid(f"{path}.env[{j}].name", env_name, _ENV_NAME_MSG))
+        elif not is_env_var_name(env_name):
+            causes.append(invalid(f"{path}.env[{j}].name", env_name, ENV_VAR_NAME_MSG))
     for j, mount in enumerate(container.get("volumeMounts") or []):
         if not mount.get("mountPath"):
             causes.append(required(f"{path}.volumeMounts[{j}].mountPath"))
@@ -159,8 +152,8 @@ def _validate_resources(resources: Obj, path: str, causes: list[Cause]) -> None:
         parsed[kind] = {}
         for name, value in (resources.get(kind) or {}).items():
             try:
-                parsed[kind][name] = quantity.parse(value)
-            except quantity.QuantityError as exc:
+                parsed[kind][name] = quantities.parse(value)
+            except quantities.QuantityError as exc:
                 causes.append(invalid(f"{path}.{kind}[{name}]", value, str(exc)))
                 continue
             if parsed[kind][name] < 0:
@@ -168,7 +161,7 @@ def _validate_resources(resources: Obj, path: str, causes: list[Cause]) -> None:
     limits, requests = parsed["limits"], parsed["requests"]
     for name, request in requests.items():
         raw = (resources.get("requests") or {}).get(name)
-        extended = "/" in name and not name.startswith("kubernetes.io/")
+        extended = quantities.is_extended_resource(name)
         if extended and name not in limits:
             causes.append(
                 (

@@ -18,6 +18,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from ..errors import LocalClusterError
 from .envvars import field_value
 
 Obj = dict[str, Any]
@@ -32,7 +33,7 @@ _HOST_PATH_CHECKS: dict[str, tuple[Callable[[int], bool], str]] = {
 }
 
 
-class MountError(Exception):
+class MountError(LocalClusterError):
     """A volume cannot be set up yet; the message follows ``MountVolume.SetUp failed for volume``."""
 
 

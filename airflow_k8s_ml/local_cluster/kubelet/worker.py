@@ -301,7 +301,7 @@ class PodWorker:
             self.forced = ("Failed", request.reason, request.message)
         self.publish()
         if request.kind == "delete":
-            with contextlib.suppress(errors.ApiError):
+            with contextlib.suppress(errors.StatusError):
                 self.kubelet.store.delete(
                     self.kubelet.pods_rt, self.namespace, self.name, grace_period=0, precondition_uid=self.uid
                 )

@@ -1,0 +1,2 @@
+"""v1 Service: cluster IP admission, Endpoints and EndpointSlices from ready pods, and the service/pod
+proxy."""
