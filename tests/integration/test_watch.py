@@ -80,7 +80,7 @@ async def test_deleted_object_leaves_its_last_state(client: KubeClient, registry
     async with registry.subscribe(JOBS, "gone", wake) as sub:
         await until(lambda: sub.get("gone") is not None)
         await in_thread(complete, client, "gone", "default")
-        await in_thread(client.delete, "batch/v1", "Job", "gone", "default", "Background")
+        await in_thread(client.delete, "batch/v1", "Job", "gone", "default", propagation="Background")
         await until(lambda: sub.get("gone") is None)
         assert classify(sub.tombstones["gone"]).succeeded
 
