@@ -31,7 +31,7 @@ from typing import Any, TypeVar
 from airflow_k8s_ml.errors import ApiError
 from airflow_k8s_ml.kube import operations as ops
 from airflow_k8s_ml.kube.conversation import Conversation
-from airflow_k8s_ml.kube.requests import JSON, Reply, Request
+from airflow_k8s_ml.kube.requests import JSON, Reply, Request, create_request, patch_request
 from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
 
@@ -168,7 +168,7 @@ class AsyncKube:
 
     async def create(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
         """POST the object (its ``metadata.namespace``, else the client's namespace)."""
-        return await self.run(ops.create(obj, self.namespace, dry_run=dry_run))
+        return await self.run(ops.one(create_request(obj, self.namespace, dry_run=dry_run)))
 
     async def get(
         self, api_version: str | None, kind: str, name: str, namespace: str | None = None
@@ -205,10 +205,10 @@ class AsyncKube:
     ) -> dict[str, Any]:
         """PATCH with ``patch_type`` merge | strategic | json | apply (server-side apply, forced)."""
         res, namespace = resource_for(api_version, kind), self._ns(namespace)
-        plan = ops.patch(
+        request = patch_request(
             res, namespace, name, patch, patch_type=patch_type, subresource=subresource, dry_run=dry_run
         )
-        return await self.run(plan)
+        return await self.run(ops.one(request))
 
     async def apply(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
         """Create, or server-side apply: ``created`` | ``configured`` | ``unchanged``."""

@@ -36,14 +36,12 @@ __all__ = [
     "PAGE_SIZE",
     "Plan",
     "apply",
-    "create",
     "delete",
     "get",
     "list_items",
     "list_snapshot",
     "log_tail",
     "one",
-    "patch",
     "pods_of",
     "warning_events",
 ]
@@ -120,28 +118,6 @@ def list_items(
     return items
 
 
-def create(obj: Mapping[str, Any], namespace: str, *, dry_run: bool = False) -> Plan[Obj]:
-    result: Obj = yield create_request(obj, namespace, dry_run=dry_run)
-    return result
-
-
-def patch(
-    res: Resource,
-    namespace: str,
-    name: str,
-    body: Any,
-    *,
-    patch_type: str = "merge",
-    subresource: str | None = None,
-    dry_run: bool = False,
-) -> Plan[Obj]:
-    request = patch_request(
-        res, namespace, name, body, patch_type=patch_type, subresource=subresource, dry_run=dry_run
-    )
-    result: Obj = yield request
-    return result
-
-
 def apply(obj: Mapping[str, Any], namespace: str) -> Plan[tuple[Obj, str]]:
     """Create, or server-side apply to the desired state: ``created`` | ``configured`` | ``unchanged``.
 
@@ -154,12 +130,13 @@ def apply(obj: Mapping[str, Any], namespace: str) -> Plan[tuple[Obj, str]]:
     current = yield from get(res, namespace, name)
     if current is None:
         try:
-            return (yield from create(obj, namespace)), "created"
+            created: Obj = yield create_request(obj, namespace)
+            return created, "created"
         except ApiError as exc:
             if not exc.conflict:
                 raise
             current = (yield from get(res, namespace, name)) or {}
-    applied = yield from patch(res, namespace, name, dict(obj), patch_type="apply")
+    applied: Obj = yield patch_request(res, namespace, name, dict(obj), patch_type="apply")
     before = (current.get("metadata") or {}).get("resourceVersion")
     after = (applied.get("metadata") or {}).get("resourceVersion")
     return applied, "unchanged" if before == after else "configured"

@@ -231,7 +231,9 @@ def test_a_401_reloads_the_credentials_once() -> None:
 
 def test_answers_are_not_retried_and_streams_are_opened_once() -> None:
     with pytest.raises(ApiError) as caught:
-        Script(status(422, "Invalid", "spec.template: Required value")).run(ops.create(JOB, "ml"))
+        Script(status(422, "Invalid", "spec.template: Required value")).run(
+            ops.one(create_request(JOB, "ml"))
+        )
     assert caught.value.status == 422
     watch = watch_request(JOBS, "ml", resource_version="1", timeout_seconds=5, read_timeout=10)
     with pytest.raises(ApiError):
