@@ -29,7 +29,7 @@ from airflow_k8s_ml.kube.retry import RetryPolicy
 from airflow_k8s_ml.kube.sync_client import KubeClient
 
 JOBS = resource_for("batch/v1", "Job")
-JOB = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "ft", "namespace": "ml"}}
+JOB: dict[str, Any] = {"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "ft", "namespace": "ml"}}
 
 #: The one method only one client has: a blocking wait (triggers wait through the shared watch instead).
 SYNC_ONLY = {"wait_gone"}
