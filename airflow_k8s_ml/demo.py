@@ -107,16 +107,16 @@ def prepare_cluster(services: Services) -> None:
     }
     try:
         try:
-            core.create_namespace({"metadata": {"name": NAMESPACE}})
+            core.create_namespace({"metadata": {"name": NAMESPACE}}, field_validation="Strict")
         except ApiException as exc:
             if exc.status != 409:
                 raise
         try:
-            core.create_namespaced_secret(NAMESPACE, secret)
+            core.create_namespaced_secret(NAMESPACE, secret, field_validation="Strict")
         except ApiException as exc:
             if exc.status != 409:
                 raise
-            core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret)
+            core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret, field_validation="Strict")
     finally:
         api.close()
 

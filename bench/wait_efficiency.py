@@ -257,7 +257,7 @@ async def run_phase(impl: str, n: int, client: KubeClient, hold: float, cncf_pol
     result = _account(impl, n, before, after, done, completer.sent, lags)
     result.missed = len(pending)
     await _reset_ours()
-    await asyncio.to_thread(client.delete, "v1", "Namespace", namespace, None, "Background")
+    await asyncio.to_thread(client.delete, "v1", "Namespace", namespace, propagation="Background")
     return result
 
 

@@ -15,23 +15,24 @@ deferred task of that triggerer): the heavy imports (``aiohttp`` builds an SSL c
 at import, ``kubernetes_asyncio``, the cncf hooks module importing the sync ``kubernetes``) run once per
 process in a worker thread (:func:`load_clients`); the connection and kubeconfig are loaded in a worker
 thread too (the hook's ``_load_config`` on a private loop there; the triggerer bridges its connection
-look-up back to the main loop); large LISTs come in pages of :data:`PAGE_SIZE` as client-go's reflector
-reads them, so no single JSON decode holds the loop long.
+look-up back to the main loop); large LISTs come in pages of :data:`~.operations.PAGE_SIZE` as
+client-go's reflector reads them, so no single JSON decode holds the loop long.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import sys
 import weakref
-from collections.abc import Awaitable, Callable
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
-from airflow_k8s_ml.kube.errors import ApiError, api_error
-from airflow_k8s_ml.kube.events import format_warnings, select_warnings
-from airflow_k8s_ml.kube.resources import Resource, call_api_arguments, resource_for
+from airflow_k8s_ml.errors import ApiError
+from airflow_k8s_ml.kube import operations as ops
+from airflow_k8s_ml.kube.conversation import Conversation
+from airflow_k8s_ml.kube.requests import JSON, Reply, Request, create_request, patch_request
+from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
 
 __all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube", "load_clients"]
@@ -41,8 +42,6 @@ Query = list[tuple[str, str]]
 Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
 Lines = list[str]
 
-#: Items per LIST page (client-go's reflector default); an API server that ignores ``limit`` answers whole.
-PAGE_SIZE = 500
 #: Modules too heavy to import on the event loop (seconds on a cold start, SSL context creation included).
 HEAVY_MODULES = (
     "aiohttp",
@@ -50,6 +49,8 @@ HEAVY_MODULES = (
     "kubernetes_asyncio.config",
     "airflow.providers.cncf.kubernetes.hooks.kubernetes",
 )
+#: Seconds to establish a stream's connection (its reads are bounded by ``Request.read_timeout``).
+CONNECT_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True)
@@ -62,13 +63,21 @@ class ClientSettings:
 
 
 class AsyncKube:
-    """Async REST over one shared ``ApiClient``: JSON requests with retries, and raw streams."""
+    """Async REST over one shared ``ApiClient``: the same API as :class:`~.sync_client.KubeClient`.
 
-    def __init__(self, conn_id: str, hook: Any, api_client: Any, settings: ClientSettings) -> None:
+    A thin shell: what to send and what an answer means are in :mod:`.operations` and :mod:`.requests`,
+    retries in :mod:`.conversation`; this class only sends and sleeps, without blocking the loop.
+    ``namespace`` is the connection's ``namespace`` extra, else ``default``.
+    """
+
+    def __init__(
+        self, conn_id: str, hook: Any, api_client: Any, settings: ClientSettings, namespace: str = "default"
+    ) -> None:
         self.conn_id = conn_id
         self.hook = hook
         self.api_client = api_client
         self.settings = settings
+        self.namespace = namespace
         self._refresh_lock = asyncio.Lock()
         self.requests = 0  # for tests and benchmarks: HTTP requests sent through this client
 
@@ -77,63 +86,68 @@ class AsyncKube:
         """The API server's URL (for messages; never credentials)."""
         return str(getattr(getattr(self.api_client, "configuration", None), "host", "") or "?")
 
+    async def close(self) -> None:
+        await self.api_client.close()
+
     async def _refresh_credentials(self) -> None:
         """Reload the connection's config into the shared Configuration (exec plugins mint a new token)."""
         async with self._refresh_lock:
             await _off_loop_config(self.hook)
 
-    async def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: Any = None,
-    ) -> Any:
-        """One exchange; returns the aiohttp response (2xx, unread) or raises :class:`ApiError`."""
+    async def send(self, request: Request) -> Reply:
+        """One exchange, any status; raises :class:`ApiError` (status 0) only when nothing answered."""
         import aiohttp
 
         self.requests += 1
-        try:
-            response = await self.api_client.call_api(
-                **call_api_arguments(
-                    path,
-                    method,
-                    query=query,
-                    body=body,
-                    content_type=content_type,
-                    timeout=timeout or self.settings.request_timeout,
-                )
+        stream = request.decode == "stream"
+        if stream:
+            timeout: Any = aiohttp.ClientTimeout(
+                total=None, sock_connect=CONNECT_TIMEOUT, sock_read=request.read_timeout
             )
+        else:
+            timeout = request.timeout or self.settings.request_timeout
+        try:
+            response = await self.api_client.call_api(**request.call_api_arguments(timeout))
         except (aiohttp.ClientError, TimeoutError, OSError) as exc:
             raise ApiError(0, type(exc).__name__, str(exc) or type(exc).__name__) from exc
-        if 200 <= response.status < 300:
-            return response
+        ok = 200 <= response.status < 300
+        if stream and ok:
+            return Reply(response.status, dict(response.headers), stream=response)
         try:
             data = await response.read()
-        except (aiohttp.ClientError, TimeoutError, OSError):
-            data = b""
+        except (aiohttp.ClientError, TimeoutError, OSError) as exc:
+            if ok:  # the body was cut: no (complete) answer
+                raise ApiError(0, type(exc).__name__, str(exc) or type(exc).__name__) from exc
+            data = b""  # the status says enough
         finally:
             response.release()
-        raise api_error(response.status, data, response.headers)
+        return Reply(response.status, dict(response.headers), data)
 
-    async def _retrying(self, call: Callable[[], Awaitable[T]]) -> T:
-        attempt, refreshed = 0, False
-        while True:
+    async def run(self, plan: ops.Plan[T]) -> T:
+        """Run a plan of :mod:`.operations`: send each request, retry and sleep as the conversation says."""
+        talk: Conversation[T] = Conversation(plan, self.settings.retry)
+        step = talk.start()
+        while step is not None:
+            if step.refresh:
+                await self._refresh_credentials()
+            if step.wait:
+                await asyncio.sleep(step.wait)
             try:
-                return await call()
+                reply = await self.send(step.request)
             except ApiError as exc:
-                if exc.status == 401 and not refreshed:
-                    refreshed = True
-                    await self._refresh_credentials()
-                    continue
-                delay = self.settings.retry.delay(exc, attempt)
-                if delay is None:
-                    raise
-            await asyncio.sleep(delay)
-            attempt += 1
+                step = talk.failed(exc)
+                continue
+            step = talk.answered(reply)
+        return talk.result
+
+    def _ns(self, namespace: str | None) -> str:
+        return namespace or self.namespace
+
+    # -- the API (the same in KubeClient) ---------------------------------------------------------------
+    async def stream(self, request: Request) -> Any:
+        """Open a streaming GET (watch, log follow); the caller reads ``response.content`` and closes it.
+        Not retried (a first 401 aside): the reader owns reconnection."""
+        return await self.run(ops.one(request))
 
     async def request(
         self,
@@ -142,128 +156,96 @@ class AsyncKube:
         *,
         query: Query | None = None,
         body: Any = None,
-        content_type: str = "application/json",
+        content_type: str = JSON,
     ) -> Any:
-        """JSON in, JSON out, retried per the client's :class:`RetryPolicy`."""
+        """JSON in, JSON out, with retries; the generic escape hatch under every helper."""
+        return await self.run(ops.one(Request(method, path, tuple(query or ()), body, content_type)))
 
-        async def call() -> Any:
-            response = await self._send(method, path, query=query, body=body, content_type=content_type)
-            try:
-                data = await response.read()
-            finally:
-                response.release()
-            return json.loads(data) if data else None
-
-        return await self._retrying(call)
-
-    async def stream(self, path: str, query: Query, *, read_timeout: float | None) -> Any:
-        """Open a streaming GET (watch, log follow); the caller reads ``response.content`` and releases it.
-
-        ``read_timeout`` is the inactivity timeout: no byte for that long fails the read.
-        """
-        import aiohttp
-
-        timeout = aiohttp.ClientTimeout(total=None, sock_connect=30, sock_read=read_timeout)
-
-        async def call() -> Any:
-            return await self._send("GET", path, query=query, timeout=timeout)
-
-        try:
-            return await call()
-        except ApiError as exc:
-            if exc.status != 401:
-                raise
-            await self._refresh_credentials()
-            return await call()
-
-    # -- helpers ----------------------------------------------------------------------------------------
-    async def list(
-        self, res: Resource, namespace: str | None, *, label_selector: str = "", fields: str = ""
-    ) -> tuple[Items, str]:
-        """(items with apiVersion/kind filled in, the list's resourceVersion), read in pages of
-        :data:`PAGE_SIZE` (one consistent snapshot; an expired continue token re-lists whole)."""
-        query: Query = []
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        if fields:
-            query.append(("fieldSelector", fields))
-        path = res.collection_path(namespace)
-        items: Items = []
-        token, paged = "", True
-        while True:
-            page = [*query, ("limit", str(PAGE_SIZE))] if paged else list(query)
-            if token:
-                page.append(("continue", token))
-            try:
-                body = await self.request("GET", path, query=page) or {}
-            except ApiError as exc:
-                if not (token and exc.gone):
-                    raise
-                items, token, paged = [], "", False  # the snapshot expired: one whole list instead
-                continue
-            items.extend(body.get("items") or [])
-            meta = body.get("metadata") or {}
-            token = str(meta.get("continue") or "") if paged else ""
-            if not token:
-                break
-        for item in items:
-            item.setdefault("apiVersion", res.api_version)
-            item.setdefault("kind", res.kind)
-        return items, str(meta.get("resourceVersion") or "")
-
-    async def get(self, res: Resource, namespace: str, name: str) -> dict[str, Any] | None:
-        try:
-            result: dict[str, Any] = await self.request("GET", res.object_path(namespace, name))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
+    async def get_raw(self, path: str, query: Query | None = None) -> bytes:
+        """GET a non-JSON endpoint (``/metrics``, ``/healthz``, a log with options), with retries."""
+        result: bytes = await self.run(ops.one(Request("GET", path, tuple(query or ()), decode="bytes")))
         return result
 
+    async def create(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """POST the object (its ``metadata.namespace``, else the client's namespace)."""
+        return await self.run(ops.one(create_request(obj, self.namespace, dry_run=dry_run)))
+
+    async def get(
+        self, api_version: str | None, kind: str, name: str, namespace: str | None = None
+    ) -> dict[str, Any] | None:
+        """The object, or None when it does not exist."""
+        return await self.run(ops.get(resource_for(api_version, kind), self._ns(namespace), name))
+
+    async def list(
+        self,
+        api_version: str | None,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
+    ) -> Items:
+        """Items with ``apiVersion``/``kind`` filled in (list items lack them), so ``classify`` reads them."""
+        res, selectors = resource_for(api_version, kind), {"field_selector": field_selector}
+        return await self.run(
+            ops.list_items(res, self._ns(namespace), label_selector=label_selector, **selectors)
+        )
+
+    async def patch(
+        self,
+        api_version: str | None,
+        kind: str,
+        name: str,
+        namespace: str | None,
+        patch: Any,
+        *,
+        patch_type: str = "merge",
+        subresource: str | None = None,
+        dry_run: bool = False,
+    ) -> dict[str, Any]:
+        """PATCH with ``patch_type`` merge | strategic | json | apply (server-side apply, forced)."""
+        res, namespace = resource_for(api_version, kind), self._ns(namespace)
+        request = patch_request(
+            res, namespace, name, patch, patch_type=patch_type, subresource=subresource, dry_run=dry_run
+        )
+        return await self.run(ops.one(request))
+
+    async def apply(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
+        """Create, or server-side apply: ``created`` | ``configured`` | ``unchanged``."""
+        return await self.run(ops.apply(obj, self.namespace))
+
     async def delete(
-        self, res: Resource, namespace: str, name: str, *, propagation: str = "Foreground", uid: str = ""
+        self,
+        api_version: str | None,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        *,
+        propagation: str = "Foreground",
+        uid: str | None = None,
     ) -> bool:
-        """True if this call deleted (or began deleting) the object; False if gone or another uid."""
-        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
-        try:
-            await self.request("DELETE", res.object_path(namespace, name), body=body)
-        except ApiError as exc:
-            if exc.not_found or (uid and exc.conflict):
-                return False
-            raise
-        return True
+        """Delete with ``propagation``; True if this call deleted (or started deleting) the object."""
+        res = resource_for(api_version, kind)
+        return await self.run(ops.delete(res, self._ns(namespace), name, propagation=propagation, uid=uid))
 
-    async def log_tail(self, namespace: str, pod: str, container: str | None, lines: int) -> str:
-        """Last ``lines`` of a container's log; "" when it has none (not started, pod gone)."""
-        query: Query = [("tailLines", str(lines))]
-        if container:
-            query.append(("container", container))
-        path = resource_for("v1", "Pod").object_path(namespace, pod, "log")
+    async def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
+        return await self.run(ops.pods_of(kind, name, self._ns(namespace)))
 
-        async def call() -> str:
-            response = await self._send("GET", path, query=query)
-            try:
-                data: bytes = await response.read()
-            finally:
-                response.release()
-            return data.decode("utf-8", "replace")
+    async def log_tail(
+        self,
+        pod: str,
+        namespace: str | None = None,
+        container: str | None = None,
+        lines: int = 50,
+        *,
+        previous: bool = False,
+    ) -> str:
+        return await self.run(ops.log_tail(pod, self._ns(namespace), container, lines, previous=previous))
 
-        try:
-            return await self._retrying(call)
-        except ApiError as exc:
-            if exc.status in (400, 404):
-                return ""
-            raise
-
-    async def warning_events(self, namespace: str, uids: set[str], limit: int = 10) -> Lines:
-        """Warning events of the given objects (workload and pods), formatted, oldest first."""
-        events, _ = await self.list(resource_for("v1", "Event"), namespace, fields="type=Warning")
-        return format_warnings(select_warnings(events, uids), limit=limit)
-
-    async def close(self) -> None:
-        await self.api_client.close()
+    async def warning_events(
+        self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20
+    ) -> Lines:
+        return await self.run(ops.warning_events(obj, self.namespace, pods, limit))
 
 
 # -- the per-process registry ------------------------------------------------------------------------
@@ -338,7 +320,9 @@ async def _connect(conn_id: str, settings: ClientSettings) -> AsyncKube:
     configuration = hook.client_configuration
     assert configuration is not None  # _load_config creates it
     configuration.connection_pool_maxsize = settings.pool_maxsize
-    return AsyncKube(conn_id, hook, async_client.ApiClient(configuration=configuration), settings)
+    namespace = await hook._get_field("namespace") or "default"  # extras read by _load_config: no I/O
+    api_client = async_client.ApiClient(configuration=configuration)
+    return AsyncKube(conn_id, hook, api_client, settings, str(namespace))
 
 
 async def get_kube(conn_id: str = "kubernetes_default", settings: ClientSettings | None = None) -> AsyncKube:

@@ -2,7 +2,8 @@
 
 Why one place: the sync client, the async client and the watch all receive the same ``Status`` bodies and
 ``Retry-After`` headers; reading them once keeps "what went wrong" identical everywhere (kopf's
-``check_response``). The class belongs to the package's error tree (:class:`K8sMLError`).
+``check_response``). The class itself lives in the package's one error tree (:mod:`airflow_k8s_ml.errors`)
+and is re-exported here for the callers that think of it as "the client's error".
 """
 
 from __future__ import annotations
@@ -11,45 +12,9 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from airflow_k8s_ml.errors import K8sMLError
+from airflow_k8s_ml.errors import ApiError
 
 __all__ = ["ApiError", "api_error", "retry_after_seconds"]
-
-
-class ApiError(K8sMLError):
-    """The API server answered ``status`` (a Kubernetes ``Status`` with ``reason`` and ``message``).
-
-    ``status == 0`` means no HTTP answer (connection refused, reset, timed out).
-    """
-
-    def __init__(
-        self,
-        status: int,
-        reason: str,
-        message: str,
-        *,
-        retry_after: float | None = None,
-        details: Mapping[str, Any] | None = None,
-    ) -> None:
-        super().__init__(f"{status} {reason}: {message}" if status else message)
-        self.status = status
-        self.reason = reason
-        self.message = message
-        self.retry_after = retry_after
-        self.details = dict(details or {})
-
-    @property
-    def not_found(self) -> bool:
-        return self.status == 404
-
-    @property
-    def conflict(self) -> bool:
-        return self.status == 409
-
-    @property
-    def gone(self) -> bool:
-        """410 Expired: a resourceVersion older than the server's history; re-list."""
-        return self.status == 410
 
 
 def retry_after_seconds(headers: Mapping[str, str] | None) -> float | None:

@@ -23,7 +23,6 @@ __all__ = [
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "Resource",
-    "call_api_arguments",
     "pod_label_key",
     "pod_selector",
     "replica_name",
@@ -160,22 +159,3 @@ def replica_name(pod: Mapping[str, Any]) -> str:
     if role and index is not None:
         return f"{str(role).lower()}-{index}"
     return str(meta.get("name") or "?")
-
-
-def call_api_arguments(
-    path: str, method: str, *, query: Any, body: Any, content_type: str, timeout: float
-) -> dict[str, Any]:
-    """Keyword arguments of ``ApiClient.call_api`` for one raw JSON exchange, identical for the sync
-    (``kubernetes``) and async (``kubernetes_asyncio``) clients: the response comes back unread so the
-    caller decides how to decode it, and errors are mapped by the caller."""
-    return {
-        "resource_path": path,
-        "method": method,
-        "query_params": query or [],
-        "header_params": {"Accept": "application/json", "Content-Type": content_type},
-        "body": body,
-        "auth_settings": ["BearerToken"],
-        "_preload_content": False,
-        "_return_http_data_only": True,
-        "_request_timeout": timeout,
-    }

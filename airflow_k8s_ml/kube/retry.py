@@ -2,8 +2,9 @@
 
 Why data: the sync client, the async client and the watch share one policy, and tests shrink the delays
 instead of sleeping (kopf ``NetworkingSettings.error_backoffs``). 429 honours the server's
-``Retry-After``; 5xx and lost connections walk the backoff sequence; everything else (400, 401, 403, 404,
-409, 422) is an answer, not a hiccup, and is raised at once.
+``Retry-After``; 5xx and lost connections walk the backoff sequence; a 401 reloads the credentials once
+(short-lived exec-plugin tokens, EKS/GKE) and tries again; everything else (400, 403, 404, 409, 422, a
+second 401) is an answer, not a hiccup, and is raised at once.
 """
 
 from __future__ import annotations
@@ -27,6 +28,10 @@ class RetryPolicy:
 
     backoffs: tuple[float, ...] = (0.2, 0.5, 1.0, 2.0, 4.0, 8.0)
     max_retry_after: float = 30.0
+
+    def refresh(self, error: BaseException, refreshed: bool) -> bool:
+        """Reload the connection's credentials and send again: a first 401 of a request."""
+        return isinstance(error, ApiError) and error.status == 401 and not refreshed
 
     def delay(self, error: BaseException, attempt: int) -> float | None:
         """Seconds to wait before retry number ``attempt`` (0-based), or None to give up and raise."""

@@ -13,26 +13,31 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 from urllib.parse import quote
 
+from airflow_k8s_ml.errors import ApiError
 from airflow_k8s_ml.kube.apply_plan import desired_digest, is_unchanged, stamped
-from airflow_k8s_ml.kube.errors import ApiError
-from airflow_k8s_ml.kube.resources import call_api_arguments, resource_of
-from airflow_k8s_ml.kube.sync_client import KubeClient
+from airflow_k8s_ml.kube.requests import Request, watch_request
+from airflow_k8s_ml.kube.resources import resource_of
+from airflow_k8s_ml.kube.sync_client import KubeClient, stream_lines
 from airflow_k8s_ml.manifests.batch import job_from_cronjob
 
 __all__ = [
+    "PendingApply",
     "ProxyResponse",
     "apply_object",
+    "apply_objects",
     "create_job_from_cronjob",
+    "plan_apply",
     "proxy_request",
     "prune",
     "replica_sets_of",
     "service_proxy_path",
     "watch_versions",
+    "write_pending",
 ]
 
 
@@ -68,32 +73,16 @@ def proxy_request(
     Non-2xx answers come back as a :class:`ProxyResponse`; only a missing HTTP answer raises
     (``ApiError`` with status 0), so callers can retry "no answer" and judge "wrong answer".
     """
-    from kubernetes.client.exceptions import ApiException
-
-    method = "GET" if body is None else "POST"
-    try:
-        response = client.api_client.call_api(
-            service_proxy_path(namespace, service, port, path),
-            method,
-            header_params={"Accept": "application/json, */*", "Content-Type": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-            _preload_content=False,
-            _return_http_data_only=True,
-            _request_timeout=timeout,
-        )
-    except ApiException as exc:
-        if not exc.status:
-            raise ApiError(0, "ConnectionError", str(exc.reason)) from exc
-        raw = exc.body or b""
-        text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else str(raw)
-        return ProxyResponse(int(exc.status), text)
-    except Exception as exc:  # urllib3/ssl/socket errors: no HTTP answer
-        if type(exc).__module__.startswith(("urllib3", "ssl", "socket")) or isinstance(exc, OSError):
-            raise ApiError(0, type(exc).__name__, str(exc)) from exc
-        raise
-    data = response.data or b""
-    return ProxyResponse(int(response.status), data.decode("utf-8", "replace"))
+    request = Request(
+        "GET" if body is None else "POST",
+        service_proxy_path(namespace, service, port, path),
+        body=body,
+        accept="application/json, */*",
+        decode="bytes",
+        timeout=timeout,
+    )
+    reply = client.send(request)
+    return ProxyResponse(reply.status, reply.text)
 
 
 #: Metadata the server changes on any write (status included), so it says nothing about *our* fields.
@@ -105,6 +94,53 @@ def _desired_view(obj: Mapping[str, Any]) -> dict[str, Any]:
     view = {k: v for k, v in obj.items() if k != "status"}
     view["metadata"] = {k: v for k, v in (obj.get("metadata") or {}).items() if k not in _VOLATILE_METADATA}
     return view
+
+
+@dataclass(frozen=True)
+class PendingApply:
+    """One object's write, decided from its live state: ``create`` | ``apply`` | None (unchanged)."""
+
+    obj: dict[str, Any]
+    create_body: dict[str, Any]
+    live: dict[str, Any] | None
+    write: Literal["create", "apply"] | None
+
+
+def plan_apply(
+    client: KubeClient, obj: Mapping[str, Any], *, create_body: Mapping[str, Any] | None = None
+) -> PendingApply:
+    """Read the live object and decide its write (one GET): both bodies carry the digest of ``obj``."""
+    meta = obj.get("metadata") or {}
+    current = client.get(
+        str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name")), meta.get("namespace")
+    )
+    digest = desired_digest(obj)
+    desired, first = stamped(obj, digest), stamped(create_body or obj, digest)
+    if current is None:
+        return PendingApply(desired, first, None, "create")
+    return PendingApply(desired, first, current, None if is_unchanged(obj, current) else "apply")
+
+
+def write_pending(
+    client: KubeClient, pending: PendingApply, *, dry_run: bool = False
+) -> tuple[dict[str, Any], str]:
+    """Send the decided write (``dry_run``: validated by the server, nothing stored); the outcome is
+    ``created`` | ``configured`` | ``unchanged``."""
+    obj, current = pending.obj, pending.live
+    if pending.write is None:
+        return current or {}, "unchanged"
+    meta = obj.get("metadata") or {}
+    api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
+    namespace = meta.get("namespace")
+    if pending.write == "create":
+        try:
+            return client.create(pending.create_body, dry_run=dry_run), "created"
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+            current = client.get(api_version, kind, name, namespace) or {}
+    applied = client.patch(api_version, kind, name, namespace, obj, patch_type="apply", dry_run=dry_run)
+    return applied, "unchanged" if _desired_view(current or {}) == _desired_view(applied) else "configured"
 
 
 def apply_object(
@@ -123,22 +159,22 @@ def apply_object(
     scaling) moves it too, so a no-op re-apply is reported "configured". After a real apply the decision
     here compares the object without status and bookkeeping before and after.
     """
-    meta = obj.get("metadata") or {}
-    api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
-    namespace = meta.get("namespace")
-    digest = desired_digest(obj)
-    current = client.get(api_version, kind, name, namespace)
-    if current is None:
-        try:
-            return client.create(stamped(create_body or obj, digest)), "created"
-        except ApiError as exc:
-            if not exc.conflict:
-                raise
-            current = client.get(api_version, kind, name, namespace) or {}
-    if is_unchanged(obj, current):
-        return current, "unchanged"
-    applied = client.patch(api_version, kind, name, namespace, stamped(obj, digest), patch_type="apply")
-    return applied, "unchanged" if _desired_view(current) == _desired_view(applied) else "configured"
+    return write_pending(client, plan_apply(client, obj, create_body=create_body))
+
+
+def apply_objects(
+    client: KubeClient, objects: Sequence[tuple[Mapping[str, Any], Mapping[str, Any] | None]]
+) -> list[tuple[dict[str, Any], str]]:
+    """:func:`apply_object` for several objects ``(obj, create_body)``, all or nothing as far as validation
+    goes: when more than one needs a write, every write is first sent as a server-side dry run
+    (``dryRun=All``: admission, defaulting and strict field validation, nothing stored), so a typo in the
+    third object fails before the first one is written. A single write is its own check."""
+    pending = [plan_apply(client, obj, create_body=body) for obj, body in objects]
+    if sum(p.write is not None for p in pending) > 1:
+        for item in pending:
+            if item.write is not None:
+                write_pending(client, item, dry_run=True)
+    return [write_pending(client, item) for item in pending]
 
 
 def _selector(labels: Mapping[str, str]) -> str:
@@ -223,37 +259,24 @@ def watch_versions(client: KubeClient, obj: Mapping[str, Any], seconds: float) -
     to the trigger, which handles every such case. Errors other than "no answer" propagate.
     """
     meta = obj.get("metadata") or {}
-    res = resource_of(obj)
     deadline = time.monotonic() + seconds
-    remaining = seconds
-    query = [
-        ("watch", "true"),
-        ("fieldSelector", f"metadata.name={meta.get('name')}"),
-        ("resourceVersion", str(meta.get("resourceVersion") or "")),
-        ("timeoutSeconds", str(max(1, int(remaining + 0.999)))),
-    ]
-    path = res.collection_path(meta.get("namespace") or client.namespace)
-    arguments = call_api_arguments(
-        path, "GET", query=query, body=None, content_type="application/json", timeout=remaining + 5
+    request = watch_request(
+        resource_of(obj),
+        meta.get("namespace") or client.namespace,
+        resource_version=str(meta.get("resourceVersion") or ""),
+        timeout_seconds=int(seconds + 0.999),
+        read_timeout=seconds + 5,
+        field_selector=f"metadata.name={meta.get('name')}",
     )
     try:
-        response = client.api_client.call_api(**arguments)
-    except Exception as exc:  # no answer or an error status: the trigger will wait instead
-        if type(exc).__module__.startswith(("urllib3", "ssl", "socket", "kubernetes")):
-            return
-        raise
+        response = client.stream(request)
+    except ApiError:  # no answer or an error status: the trigger will wait instead
+        return
     try:
-        buffer = b""
-        for chunk in response.stream(amt=64 * 1024, decode_content=True):
-            buffer += chunk
-            while b"\n" in buffer:
-                line, buffer = buffer.split(b"\n", 1)
-                if not line.strip():
-                    continue
-                event = json.loads(line)
-                if event.get("type") not in ("ADDED", "MODIFIED"):
-                    return  # DELETED, ERROR (410 Gone), BOOKMARK: the trigger takes over
-                yield dict(event.get("object") or {})
+        for event in stream_lines(response):
+            if event.get("type") not in ("ADDED", "MODIFIED"):
+                return  # DELETED, ERROR (410 Gone), BOOKMARK: the trigger takes over
+            yield dict(event.get("object") or {})
             if time.monotonic() >= deadline:
                 return
     except Exception as exc:  # the stream was cut: defer

@@ -1,50 +1,49 @@
-"""``KubeClient``: the blocking facade operators use, on the cncf ``KubernetesHook``.
+"""``KubeClient``: the blocking client operators use, on the cncf ``KubernetesHook``.
 
 Why on the hook: an Airflow connection (``kube_config_path``, ``kube_config``, ``in_cluster``,
 ``cluster_context``, ``disable_verify_ssl``) then configures us exactly as it configures the stock
 operators. Why raw REST paths instead of typed APIs or the dynamic client: every kind we drive (Job,
 PyTorchJob, Deployment, CronJob, ...) goes through one code path returning plain dicts, which is what
 :func:`airflow_k8s_ml.status.classify` reads; no discovery round trips, no model conversion.
-Transient failures (429 with Retry-After, 5xx, lost connections) are retried per :class:`RetryPolicy`.
+
+A thin shell: what to send and what an answer means are in :mod:`.operations` and :mod:`.requests`, retries
+in :mod:`.conversation`; this class only sends and sleeps. Its methods have the same names, arguments and
+results as :class:`~.async_client.AsyncKube`'s (checked by a test).
 """
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from functools import cached_property
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from airflow_k8s_ml.kube.errors import ApiError, api_error
-from airflow_k8s_ml.kube.events import format_warnings, select_warnings
-from airflow_k8s_ml.kube.resources import (
-    JOB_NAME_LABEL,
-    LEGACY_JOB_NAME_LABEL,
-    Resource,
-    call_api_arguments,
-    pod_label_key,
-    resource_for,
-    resource_of,
+from airflow_k8s_ml.errors import ApiError
+from airflow_k8s_ml.kube import operations as ops
+from airflow_k8s_ml.kube.conversation import Conversation
+from airflow_k8s_ml.kube.requests import (
+    FIELD_MANAGER,
+    JSON,
+    Reply,
+    Request,
+    create_request,
+    patch_request,
+    watch_request,
 )
+from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
 
-__all__ = ["FIELD_MANAGER", "KubeClient"]
+__all__ = ["FIELD_MANAGER", "KubeClient", "stream_lines"]
 
 T = TypeVar("T")
-FIELD_MANAGER = "airflow-k8s-ml"
-PATCH_TYPES = {
-    "merge": "application/merge-patch+json",
-    "strategic": "application/strategic-merge-patch+json",
-    "json": "application/json-patch+json",
-    "apply": "application/apply-patch+yaml",
-}
 Query = list[tuple[str, str]]
 Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
 Lines = list[str]
+#: Seconds to establish a stream's connection (its reads are bounded by ``Request.read_timeout``).
+CONNECT_TIMEOUT = 30.0
 
 
 class KubeClient:
@@ -75,7 +74,7 @@ class KubeClient:
 
     @cached_property
     def api_client(self) -> ApiClient:
-        """One client (one connection pool) for the life of this object."""
+        """One client (one connection pool) for the life of this object (until credentials are reloaded)."""
         return self.hook.api_client  # type: ignore[no-any-return]
 
     @cached_property
@@ -86,50 +85,63 @@ class KubeClient:
         if "api_client" in self.__dict__:
             self.api_client.close()
 
-    def _send(
-        self,
-        method: str,
-        path: str,
-        *,
-        query: Query | None = None,
-        body: Any = None,
-        content_type: str = "application/json",
-        timeout: float | None = None,
-    ) -> Any:
-        """One HTTP exchange; returns the urllib3 response or raises :class:`ApiError`."""
+    def _refresh_credentials(self) -> None:
+        """A 401: build a new hook and client from the connection (an exec plugin mints a new token)."""
+        self.close()
+        self.__dict__.pop("api_client", None)
+        self.__dict__.pop("hook", None)
+
+    def send(self, request: Request) -> Reply:
+        """One exchange, any status; raises :class:`ApiError` (status 0) only when nothing answered."""
         from kubernetes.client.exceptions import ApiException
 
+        stream = request.decode == "stream"
+        timeout = (
+            (CONNECT_TIMEOUT, request.read_timeout) if stream else request.timeout or self.request_timeout
+        )
         try:
-            return self.api_client.call_api(
-                **call_api_arguments(
-                    path,
-                    method,
-                    query=query,
-                    body=body,
-                    content_type=content_type,
-                    timeout=timeout or self.request_timeout,
-                )
-            )
+            response = self.api_client.call_api(**request.call_api_arguments(timeout))
+            if stream:
+                return Reply(response.status, dict(response.headers or {}), stream=response)
+            try:
+                return Reply(response.status, dict(response.headers or {}), response.data or b"")
+            finally:
+                response.release_conn()
         except ApiException as exc:
             if not exc.status:
                 raise ApiError(0, "ConnectionError", str(exc.reason)) from exc
-            raise api_error(exc.status, exc.body, exc.headers) from exc
+            body = exc.body if isinstance(exc.body, bytes) else str(exc.body or "").encode()
+            return Reply(int(exc.status), dict(exc.headers or {}), body)
         except Exception as exc:  # urllib3 transport errors: no HTTP answer
-            if type(exc).__module__.startswith(("urllib3", "ssl", "socket")) or isinstance(exc, OSError):
+            if _no_answer(exc):
                 raise ApiError(0, type(exc).__name__, str(exc)) from exc
             raise
 
-    def _retrying(self, call: Callable[[], T]) -> T:
-        attempt = 0
-        while True:
+    def run(self, plan: ops.Plan[T]) -> T:
+        """Run a plan of :mod:`.operations`: send each request, retry and sleep as the conversation says."""
+        talk: Conversation[T] = Conversation(plan, self.retry)
+        step = talk.start()
+        while step is not None:
+            if step.refresh:
+                self._refresh_credentials()
+            if step.wait:
+                time.sleep(step.wait)
             try:
-                return call()
+                reply = self.send(step.request)
             except ApiError as exc:
-                delay = self.retry.delay(exc, attempt)
-                if delay is None:
-                    raise
-            time.sleep(delay)
-            attempt += 1
+                step = talk.failed(exc)
+                continue
+            step = talk.answered(reply)
+        return talk.result
+
+    def _ns(self, namespace: str | None) -> str:
+        return namespace or self.namespace
+
+    # -- the API (the same in AsyncKube) ----------------------------------------------------------------
+    def stream(self, request: Request) -> Any:
+        """Open a streaming GET (watch, log follow); the caller reads it (:func:`stream_lines`) and releases
+        it (``release_conn``). Not retried: the reader owns reconnection."""
+        return self.run(ops.one(request))
 
     def request(
         self,
@@ -138,80 +150,42 @@ class KubeClient:
         *,
         query: Query | None = None,
         body: Any = None,
-        content_type: str = "application/json",
+        content_type: str = JSON,
     ) -> Any:
         """JSON in, JSON out, with retries; the generic escape hatch under every helper."""
-
-        def call() -> Any:
-            response = self._send(method, path, query=query, body=body, content_type=content_type)
-            data = response.data
-            return json.loads(data) if data else None
-
-        return self._retrying(call)
+        return self.run(ops.one(Request(method, path, tuple(query or ()), body, content_type)))
 
     def get_raw(self, path: str, query: Query | None = None) -> bytes:
-        """GET a non-JSON endpoint (``/metrics``, ``/healthz``), with retries."""
-
-        def call() -> bytes:
-            data: bytes = self._send("GET", path, query=query).data
-            return data
-
-        return self._retrying(call)
-
-    def _ns(self, namespace: str | None) -> str:
-        return namespace or self.namespace
-
-    # -- objects ----------------------------------------------------------------------------------------
-    def create(self, obj: Mapping[str, Any]) -> dict[str, Any]:
-        """POST the object (its ``metadata.namespace``, else the client's namespace)."""
-        res = resource_of(obj)
-        namespace = self._ns((obj.get("metadata") or {}).get("namespace"))
-        result: dict[str, Any] = self.request("POST", res.collection_path(namespace), body=dict(obj))
+        """GET a non-JSON endpoint (``/metrics``, ``/healthz``, a log with options), with retries."""
+        result: bytes = self.run(ops.one(Request("GET", path, tuple(query or ()), decode="bytes")))
         return result
+
+    def create(self, obj: Mapping[str, Any], *, dry_run: bool = False) -> dict[str, Any]:
+        """POST the object (its ``metadata.namespace``, else the client's namespace)."""
+        return self.run(ops.one(create_request(obj, self.namespace, dry_run=dry_run)))
 
     def get(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None
+        self, api_version: str | None, kind: str, name: str, namespace: str | None = None
     ) -> dict[str, Any] | None:
         """The object, or None when it does not exist."""
-        res = resource_for(api_version, kind)
-        try:
-            result: dict[str, Any] = self.request("GET", res.object_path(self._ns(namespace), name))
-        except ApiError as exc:
-            if exc.not_found:
-                return None
-            raise
-        return result
+        return self.run(ops.get(resource_for(api_version, kind), self._ns(namespace), name))
 
     def list(
-        self, api_version: str, kind: str, namespace: str | None = None, label_selector: str | None = None
+        self,
+        api_version: str | None,
+        kind: str,
+        namespace: str | None = None,
+        label_selector: str | None = None,
+        *,
+        field_selector: str | None = None,
     ) -> Items:
         """Items with ``apiVersion``/``kind`` filled in (list items lack them), so ``classify`` reads them."""
-        res = resource_for(api_version, kind)
-        return self._list(res, self._ns(namespace), label_selector=label_selector)
-
-    def _list(
-        self,
-        res: Resource,
-        namespace: str | None,
-        *,
-        label_selector: str | None = None,
-        fields: str | None = None,
-    ) -> Items:
-        query: Query = []
-        if label_selector:
-            query.append(("labelSelector", label_selector))
-        if fields:
-            query.append(("fieldSelector", fields))
-        body = self.request("GET", res.collection_path(namespace), query=query) or {}
-        items = body.get("items") or []
-        for item in items:
-            item.setdefault("apiVersion", res.api_version)
-            item.setdefault("kind", res.kind)
-        return list(items)
+        res, selectors = resource_for(api_version, kind), {"field_selector": field_selector}
+        return self.run(ops.list_items(res, self._ns(namespace), label_selector=label_selector, **selectors))
 
     def patch(
         self,
-        api_version: str,
+        api_version: str | None,
         kind: str,
         name: str,
         namespace: str | None,
@@ -219,77 +193,65 @@ class KubeClient:
         *,
         patch_type: str = "merge",
         subresource: str | None = None,
+        dry_run: bool = False,
     ) -> dict[str, Any]:
         """PATCH with ``patch_type`` merge | strategic | json | apply (server-side apply, forced)."""
-        res = resource_for(api_version, kind)
-        query: Query = [("fieldManager", FIELD_MANAGER)]
-        if patch_type == "apply":
-            query.append(("force", "true"))
-        result: dict[str, Any] = self.request(
-            "PATCH",
-            res.object_path(self._ns(namespace), name, subresource),
-            query=query,
-            body=patch,
-            content_type=PATCH_TYPES[patch_type],
+        res, namespace = resource_for(api_version, kind), self._ns(namespace)
+        request = patch_request(
+            res, namespace, name, patch, patch_type=patch_type, subresource=subresource, dry_run=dry_run
         )
-        return result
+        return self.run(ops.one(request))
 
     def apply(self, obj: Mapping[str, Any]) -> tuple[dict[str, Any], str]:
-        """Create, or server-side apply to the desired state: ``created`` | ``configured`` | ``unchanged``.
-
-        A rerun never fails on AlreadyExists; "unchanged" is decided by the server (an apply that changes
-        nothing keeps the resourceVersion), so defaulted fields never look like drift.
-        """
-        meta = obj.get("metadata") or {}
-        api_version, kind, name = str(obj.get("apiVersion")), str(obj.get("kind")), str(meta.get("name"))
-        namespace = self._ns(meta.get("namespace"))
-        current = self.get(api_version, kind, name, namespace)
-        if current is None:
-            try:
-                return self.create(obj), "created"
-            except ApiError as exc:
-                if not exc.conflict:
-                    raise
-                current = self.get(api_version, kind, name, namespace) or {}
-        applied = self.patch(api_version, kind, name, namespace, dict(obj), patch_type="apply")
-        before = (current.get("metadata") or {}).get("resourceVersion")
-        after = (applied.get("metadata") or {}).get("resourceVersion")
-        return applied, "unchanged" if before == after else "configured"
+        """Create, or server-side apply: ``created`` | ``configured`` | ``unchanged``."""
+        return self.run(ops.apply(obj, self.namespace))
 
     def delete(
         self,
-        api_version: str,
+        api_version: str | None,
         kind: str,
         name: str,
         namespace: str | None = None,
+        *,
         propagation: str = "Foreground",
         uid: str | None = None,
     ) -> bool:
-        """Delete with ``propagation``; True if this call deleted (or started deleting) the object.
-
-        False when it is already gone, or when ``uid`` is given and the object by that name is another one
-        (a newer attempt must never be deleted by a stale reference).
-        """
+        """Delete with ``propagation``; True if this call deleted (or started deleting) the object."""
         res = resource_for(api_version, kind)
-        body: dict[str, Any] = {"kind": "DeleteOptions", "apiVersion": "v1", "propagationPolicy": propagation}
-        if uid:
-            body["preconditions"] = {"uid": uid}
-        try:
-            self.request("DELETE", res.object_path(self._ns(namespace), name), body=body)
-        except ApiError as exc:
-            if exc.not_found or (uid and exc.conflict):
-                return False
-            raise
-        return True
+        return self.run(ops.delete(res, self._ns(namespace), name, propagation=propagation, uid=uid))
 
+    def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
+        return self.run(ops.pods_of(kind, name, self._ns(namespace)))
+
+    def log_tail(
+        self,
+        pod: str,
+        namespace: str | None = None,
+        container: str | None = None,
+        lines: int = 50,
+        *,
+        previous: bool = False,
+    ) -> str:
+        return self.run(ops.log_tail(pod, self._ns(namespace), container, lines, previous=previous))
+
+    def warning_events(
+        self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20
+    ) -> Lines:
+        return self.run(ops.warning_events(obj, self.namespace, pods, limit))
+
+    # -- blocking only ----------------------------------------------------------------------------------
     def wait_gone(
-        self, api_version: str, kind: str, name: str, namespace: str | None = None, timeout: float = 60.0
+        self,
+        api_version: str | None,
+        kind: str,
+        name: str,
+        namespace: str | None = None,
+        timeout: float = 60.0,
     ) -> bool:
         """Block until the object no longer exists (Foreground deletion finished); False on timeout.
 
         Watches the one object (field selector) instead of polling: the DELETED event ends the wait.
         """
-        res = resource_for(api_version, kind)
         namespace = self._ns(namespace)
         deadline = time.monotonic() + timeout
         while True:
@@ -299,27 +261,27 @@ class KubeClient:
                 return True
             if remaining <= 0:
                 return False
-            rv = str((current.get("metadata") or {}).get("resourceVersion") or "")
-            if self._watch_until_deleted(res, namespace, name, rv, remaining):
+            request = watch_request(
+                resource_for(api_version, kind),
+                namespace,
+                resource_version=str((current.get("metadata") or {}).get("resourceVersion") or ""),
+                timeout_seconds=int(remaining + 0.999),
+                read_timeout=remaining + 5,
+                field_selector=f"metadata.name={name}",
+            )
+            if self._watch_until_deleted(request, remaining):
                 return True
 
-    def _watch_until_deleted(self, res: Resource, namespace: str, name: str, rv: str, timeout: float) -> bool:
-        query: Query = [
-            ("watch", "true"),
-            ("fieldSelector", f"metadata.name={name}"),
-            ("resourceVersion", rv),
-            ("timeoutSeconds", str(max(int(timeout + 0.999), 1))),
-        ]
+    def _watch_until_deleted(self, request: Request, timeout: float) -> bool:
         try:
-            response = self._send("GET", res.collection_path(namespace), query=query, timeout=timeout + 5)
+            response = self.stream(request)
         except ApiError as exc:
             if exc.status in (0, 429) or exc.status >= 500:
                 time.sleep(min(0.5, max(timeout, 0)))
                 return False
             raise
         try:
-            for line in _lines(response):
-                event = json.loads(line)
+            for event in stream_lines(response):
                 if event.get("type") == "DELETED":
                     return True
                 if event.get("type") == "ERROR":
@@ -330,67 +292,21 @@ class KubeClient:
             response.release_conn()
         return False
 
-    # -- pods, logs, events -----------------------------------------------------------------------------
-    def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
-        """The workload's pods by its name label (Jobs fall back to the legacy ``job-name`` label)."""
-        key = pod_label_key(kind)
-        if key is None:
-            return []
-        pods_res = resource_for("v1", "Pod")
-        pods = self._list(pods_res, self._ns(namespace), label_selector=f"{key}={name}")
-        if not pods and key == JOB_NAME_LABEL:
-            pods = self._list(pods_res, self._ns(namespace), label_selector=f"{LEGACY_JOB_NAME_LABEL}={name}")
-        return pods
 
-    def pod_log_tail(
-        self,
-        pod_name: str,
-        namespace: str | None = None,
-        container: str | None = None,
-        lines: int = 50,
-        *,
-        previous: bool = False,
-    ) -> str:
-        """The last ``lines`` lines of the pod's log; "" when there is none yet (container not started).
-
-        ``previous`` reads the container's previous instance (``kubectl logs --previous``): in a crash loop
-        that is where the error is; "" when there was none."""
-        query: Query = [("tailLines", str(lines))]
-        if container:
-            query.append(("container", container))
-        if previous:
-            query.append(("previous", "true"))
-        path = resource_for("v1", "Pod").object_path(self._ns(namespace), pod_name, "log")
-
-        def call() -> str:
-            data: bytes = self._send("GET", path, query=query).data
-            return data.decode("utf-8", "replace")
-
-        try:
-            return self._retrying(call)
-        except ApiError as exc:
-            if exc.status in (400, 404):
-                return ""
-            raise
-
-    def warning_events(self, obj: Mapping[str, Any], limit: int = 20) -> Lines:
-        """Warning events of the object and of its pods, oldest first, one line each."""
-        meta = obj.get("metadata") or {}
-        namespace = self._ns(meta.get("namespace"))
-        pods = self.pods_of(str(obj.get("kind")), str(meta.get("name")), namespace)
-        events = self._list(resource_for("v1", "Event"), namespace, fields="type=Warning")
-        uids = {str(meta.get("uid"))} | {str((p.get("metadata") or {}).get("uid")) for p in pods}
-        return format_warnings(select_warnings(events, uids), limit=limit)
+def _no_answer(exc: BaseException) -> bool:
+    return type(exc).__module__.startswith(("urllib3", "ssl", "socket", "http")) or isinstance(exc, OSError)
 
 
-def _lines(response: Any) -> Any:
-    """Lines of a streamed urllib3 response (a watch), as they arrive."""
+def stream_lines(response: Any) -> Iterator[dict[str, Any]]:
+    """The JSON documents of a streamed urllib3 response (a watch), one per line, as they arrive."""
+    import json
+
     buffer = b""
     for chunk in response.stream(amt=64 * 1024, decode_content=True):
         buffer += chunk
         while b"\n" in buffer:
             line, buffer = buffer.split(b"\n", 1)
             if line.strip():
-                yield line
+                yield json.loads(line)
     if buffer.strip():
-        yield buffer
+        yield json.loads(buffer)

@@ -38,6 +38,8 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from airflow_k8s_ml.kube.errors import ApiError, api_error
+from airflow_k8s_ml.kube.operations import list_snapshot
+from airflow_k8s_ml.kube.requests import watch_request
 from airflow_k8s_ml.kube.resources import Resource
 
 __all__ = [
@@ -352,8 +354,8 @@ class SharedWatch:
 
     async def _list(self) -> None:
         self.stats["lists"] += 1
-        items, rv = await self.kube.list(
-            self.key.resource, self.key.namespace, label_selector=self.key.label_selector
+        items, rv = await self.kube.run(
+            list_snapshot(self.key.resource, self.key.namespace, label_selector=self.key.label_selector)
         )
         self._reached()
         self._replace_all(items)
@@ -363,17 +365,17 @@ class SharedWatch:
         """One watch stream from ``resource_version``; True if it was healthy (delivered or lasted)."""
         loop = asyncio.get_running_loop()
         timeout = int(self.settings.timeout_seconds * (1 + random.random() * self.settings.timeout_jitter))
-        query = [
-            ("watch", "true"),
-            ("resourceVersion", self.resource_version),
-            ("allowWatchBookmarks", "true"),
-            ("timeoutSeconds", str(max(timeout, 1))),
-        ]
-        if self.key.label_selector:
-            query.append(("labelSelector", self.key.label_selector))
-        path = self.key.resource.collection_path(self.key.namespace)
+        request = watch_request(
+            self.key.resource,
+            self.key.namespace,
+            resource_version=self.resource_version,
+            timeout_seconds=timeout,
+            read_timeout=timeout + self.settings.inactivity_grace,
+            label_selector=self.key.label_selector,
+            bookmarks=True,
+        )
         started = loop.time()
-        response = await self.kube.stream(path, query, read_timeout=timeout + self.settings.inactivity_grace)
+        response = await self.kube.stream(request)
         self._reached()
         self.stats["watches"] += 1
         progressed = False

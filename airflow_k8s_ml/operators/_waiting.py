@@ -163,7 +163,7 @@ def _diagnose(
     for pod in chosen[:MAX_PODS]:
         name = str((pod.get("metadata") or {}).get("name"))
         started = bool((pod.get("status") or {}).get("containerStatuses"))
-        tail = client.pod_log_tail(name, namespace, lines=min(lines, 20)) if started else ""
+        tail = client.log_tail(name, namespace, lines=min(lines, 20)) if started else ""
         reports.append(pod_report(pod, tail.splitlines()))
     return reports, client.warning_events(obj)
 

@@ -487,7 +487,7 @@ class _WorkloadOperator(BaseOperator):
         for pod in pods:
             name = str((pod.get("metadata") or {}).get("name"))
             for container, replica in stream_keys(pod):
-                text = client.pod_log_tail(name, namespace, container, lines=BACKFILL_LINES)
+                text = client.log_tail(name, namespace, container, lines=BACKFILL_LINES)
                 for line in text.splitlines():
                     self.log.info("[%s] %s", replica, line)
 

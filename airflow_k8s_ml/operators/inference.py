@@ -327,21 +327,24 @@ class InferenceDeploymentOperator(BaseOperator):
         self, client: KubeClient, objects: list[dict[str, Any]], *, hpa_owns_replicas: bool
     ) -> tuple[dict[str, str], dict[str, Any]]:
         """Create or server-side-apply each object that differs from the desired state (an unchanged one is
-        not written at all); drop optional objects no longer wanted.
+        not written at all), every write validated by the server before the first one lands (nothing is
+        half-created by a typo in ``deployment_overrides``); drop optional objects no longer wanted.
 
         With an HPA, ``spec.replicas`` is left out of the apply (a new Deployment is still created with
         ``min_replicas``): the HPA owns the count, and re-sending ``min_replicas`` would scale a busy service
         down on every run.
         """
-        from airflow_k8s_ml.kube.serving_ops import apply_object, prune
+        from airflow_k8s_ml.kube.serving_ops import apply_objects, prune
         from airflow_k8s_ml.manifests.serving import strip_replicas
 
         changes: dict[str, str] = {}
         deployment: dict[str, Any] = {}
         namespace = objects[0]["metadata"]["namespace"]
-        for obj in objects:
-            body = strip_replicas(obj) if obj["kind"] == "Deployment" and hpa_owns_replicas else obj
-            live, action = apply_object(client, body, create_body=obj)
+        bodies = [
+            (strip_replicas(obj) if obj["kind"] == "Deployment" and hpa_owns_replicas else obj, obj)
+            for obj in objects
+        ]
+        for obj, (live, action) in zip(objects, apply_objects(client, bodies), strict=True):
             changes[obj["kind"]] = action
             if obj["kind"] == "Deployment":
                 deployment = live
@@ -419,8 +422,8 @@ class InferenceDeploymentOperator(BaseOperator):
                 if trouble is None:
                     continue
                 last_line = ""
-                tail = client.pod_log_tail(name, namespace, INFERENCE_CONTAINER, lines=10, previous=True)
-                tail = tail or client.pod_log_tail(name, namespace, INFERENCE_CONTAINER, lines=10)
+                tail = client.log_tail(name, namespace, INFERENCE_CONTAINER, lines=10, previous=True)
+                tail = tail or client.log_tail(name, namespace, INFERENCE_CONTAINER, lines=10)
                 for line in tail.splitlines():
                     self.log.error("[%s] %s", name, line)
                     last_line = line.strip() or last_line

@@ -236,7 +236,7 @@ class Waiter:
         now = time.monotonic()
         if self.fetched_at is None or now - self.fetched_at >= self.timings.refetch:
             self.fetched_at = now
-            self.fetched = await self.kube.get(self.t.resource, self.t.namespace, self.t.name)
+            self.fetched = await self.kube.get(self.t.api_version, self.t.kind, self.t.name, self.t.namespace)
         return self.fetched
 
     def _vanished(self) -> WorkloadEvent:
@@ -350,8 +350,7 @@ class Waiter:
             reports.append(report)
         warnings: list[str] = []
         try:
-            uids = {_uid(obj)} | {_uid(p) for p in candidates}
-            warnings = await self.kube.warning_events(self.t.namespace, uids)
+            warnings = await self.kube.warning_events(obj, candidates, limit=10)
         except Exception as exc:
             self.t.log.warning("could not read Warning events of %s: %s", self.t._what(), exc)
         return reports, warnings
@@ -368,7 +367,7 @@ class Waiter:
             return [], False
         name = str((pod.get("metadata") or {}).get("name"))
         try:
-            text = await self.kube.log_tail(self.t.namespace, name, keys[0][0], 20)
+            text = await self.kube.log_tail(name, self.t.namespace, keys[0][0], 20)
         except Exception as exc:
             return [f"(no logs: {exc})"], False
         return text.splitlines()[-20:], False

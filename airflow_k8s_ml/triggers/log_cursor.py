@@ -45,7 +45,6 @@ CURSOR_ANNOTATION = ANNOTATION_PREFIX + "log-cursor"
 MIN_INTERVAL = 1.0
 #: How long a clean exit waits for the last cursor write.
 FLUSH_TIMEOUT = 3.0
-MERGE_PATCH = "application/merge-patch+json"
 
 Streams = dict[str, Cursor]
 
@@ -116,7 +115,7 @@ class CursorWriter:
         min_interval: float = MIN_INTERVAL,
     ) -> None:
         self.kube = kube
-        self.path = resource.object_path(namespace, name)
+        self.target = (resource.api_version, resource.kind, name, namespace)
         self.try_number = try_number
         self.snapshot = snapshot
         self.log = log
@@ -181,7 +180,7 @@ class CursorWriter:
         body = {"metadata": {"annotations": {CURSOR_ANNOTATION: value}}}
         self._writing = True
         try:
-            await self.kube.request("PATCH", self.path, body=body, content_type=MERGE_PATCH)
+            await self.kube.patch(*self.target, body)
         except ApiError as exc:
             if not is_retryable(exc):  # 403 (RBAC), 404 (gone), 422...: no later write would fare better
                 self._disabled = True

@@ -27,7 +27,8 @@ from datetime import datetime
 from typing import Any
 
 from airflow_k8s_ml.kube.errors import ApiError
-from airflow_k8s_ml.kube.resources import replica_name, resource_for
+from airflow_k8s_ml.kube.requests import log_request
+from airflow_k8s_ml.kube.resources import replica_name
 
 __all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_key"]
 
@@ -230,12 +231,15 @@ class LogRelay:
             await asyncio.sleep(self.reconnect_delay * min(failures + 1, 10))
 
     async def _read(self, pod_name: str, container: str, key: str) -> None:
-        query = [("follow", "true"), ("timestamps", "true"), ("container", container)]
-        since = since_time(self.cursor.get(key))
-        if since:
-            query.append(("sinceTime", since))
-        path = resource_for("v1", "Pod").object_path(self.namespace, pod_name, "log")
-        response = await self.kube.stream(path, query, read_timeout=None)
+        request = log_request(
+            self.namespace,
+            pod_name,
+            container=container,
+            follow=True,
+            timestamps=True,
+            since_time=since_time(self.cursor.get(key)),
+        )
+        response = await self.kube.stream(request)
         line_filter = LineFilter(self.cursor.get(key))
         busy_since = time.perf_counter()
         try:

@@ -191,9 +191,8 @@ class WorkloadTrigger(BaseTrigger):
         from airflow_k8s_ml.kube.async_client import get_kube
 
         kube = await get_kube(self.kubernetes_conn_id)
-        deletion = kube.delete(
-            self.resource, self.namespace, self.name, propagation="Foreground", uid=self._seen_uid
-        )
+        what = (self.api_version, self.kind, self.name, self.namespace)
+        deletion = kube.delete(*what, propagation="Foreground", uid=self._seen_uid)
         deleted = await asyncio.wait_for(deletion, KILL_TIMEOUT)
         if deleted:
             self.log.info("on_kill: deleting %s (Foreground)", self._what())

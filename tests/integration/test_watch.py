@@ -15,6 +15,7 @@ import pytest
 
 from airflow_k8s_ml.kube.async_client import get_kube
 from airflow_k8s_ml.kube.errors import ApiError
+from airflow_k8s_ml.kube.requests import Request
 from airflow_k8s_ml.kube.resources import Resource, resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
@@ -79,7 +80,7 @@ async def test_deleted_object_leaves_its_last_state(client: KubeClient, registry
     async with registry.subscribe(JOBS, "gone", wake) as sub:
         await until(lambda: sub.get("gone") is not None)
         await in_thread(complete, client, "gone", "default")
-        await in_thread(client.delete, "batch/v1", "Job", "gone", "default", "Background")
+        await in_thread(client.delete, "batch/v1", "Job", "gone", "default", propagation="Background")
         await until(lambda: sub.get("gone") is None)
         assert classify(sub.tombstones["gone"]).succeeded
 
@@ -142,15 +143,15 @@ class WatchForbidden:
     def __init__(self, kube: Any) -> None:
         self.kube = kube
 
-    async def list(self, *args: Any, **kwargs: Any) -> Any:
-        return await self.kube.list(*args, **kwargs)
+    async def run(self, plan: Any) -> Any:
+        return await self.kube.run(plan)
 
-    async def stream(self, path: str, query: list[tuple[str, str]], **kwargs: Any) -> Any:
-        if ("watch", "true") in query:
+    async def stream(self, request: Request) -> Any:
+        if ("watch", "true") in request.query:
             raise ApiError(
                 403, "Forbidden", 'jobs.batch is forbidden: User "ci" cannot watch resource "jobs"'
             )
-        return await self.kube.stream(path, query, **kwargs)
+        return await self.kube.stream(request)
 
 
 async def test_falls_back_to_polling_when_watch_is_refused(

@@ -68,7 +68,7 @@ def test_pods_logs_and_warnings_of_a_failed_job(client: KubeClient) -> None:
         time.sleep(0.05)
     pods = client.pods_of("Job", "oops")
     assert len(pods) == 1
-    assert client.pod_log_tail(pods[0]["metadata"]["name"], lines=1) == "bad shard 7\n"
+    assert client.log_tail(pods[0]["metadata"]["name"], lines=1) == "bad shard 7\n"
     warnings = client.warning_events(client.get("batch/v1", "Job", "oops") or {})
     assert any(w.startswith("Job/oops BackoffLimitExceeded") for w in warnings)
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.kube.async_client import get_kube
+from airflow_k8s_ml.kube.requests import Request
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
@@ -95,9 +96,9 @@ class CuttingLogs:
         self.after = after
         self.opened = 0
 
-    async def stream(self, path: str, query: list[tuple[str, str]], **kwargs: Any) -> Any:
+    async def stream(self, request: Request) -> Any:
         self.opened += 1
-        return _Cut(await self.kube.stream(path, query, **kwargs), self.after)
+        return _Cut(await self.kube.stream(request), self.after)
 
 
 class _Cut:

@@ -1,0 +1,108 @@
+"""A typo in a manifest fails, naming the field, and leaves nothing behind (issue 12, point 8).
+
+Every create and patch our operators send asks for ``fieldValidation=Strict`` (as ``kubectl`` does), so the
+API server answers 400 ``strict decoding error: unknown field "spec.bogusField"`` instead of dropping the
+field and creating the object. The serving operator applies several objects: each is validated by a
+server-side dry run before the first one is written, so a typo in one of them creates none.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from airflow_k8s_ml.errors import ApiError
+from airflow_k8s_ml.operators import FineTuneJobOperator
+from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from tests.integration import serving_helpers
+
+from .training_helpers import jobs, make_context, run_task
+
+pytestmark = pytest.mark.usefixtures("kube_conn")
+
+RAW_JOB: dict[str, Any] = {
+    "apiVersion": "batch/v1",
+    "kind": "Job",
+    "metadata": {"name": "typo"},
+    "spec": {
+        "backoffLimit": 0,
+        "template": {
+            "spec": {
+                "restartPolicy": "Never",
+                "containers": [{"name": "main", "image": "python:3.11", "command": ["python", "-c", "1"]}],
+            }
+        },
+    },
+}
+
+
+def with_spec_field(manifest: dict[str, Any]) -> str:
+    manifest["spec"]["bogusField"] = True
+    return "spec.bogusField"
+
+
+def with_container_typo(manifest: dict[str, Any]) -> str:
+    manifest["spec"]["template"]["spec"]["containers"][0]["imagePullPolcy"] = "Always"
+    return "spec.template.spec.containers[0].imagePullPolcy"
+
+
+@pytest.mark.parametrize("typo", [with_spec_field, with_container_typo])
+def test_raw_job_manifest_with_an_unknown_field_fails_naming_it_and_creates_no_job(
+    batch: Any, namespace: str, typo: Any
+) -> None:
+    manifest = copy.deepcopy(RAW_JOB)
+    field = typo(manifest)
+    op = FineTuneJobOperator(task_id="typo", namespace=namespace, manifest=manifest)
+    with pytest.raises(ApiError) as info:
+        run_task(op, make_context("typo"))
+    assert info.value.status == 400
+    assert f'unknown field "{field}"' in str(info.value)
+    assert jobs(batch, namespace) == []
+
+
+def serving_objects(api_client: Any, namespace: str) -> dict[str, list[str]]:
+    from kubernetes import client
+
+    apps, core = client.AppsV1Api(api_client), client.CoreV1Api(api_client)
+    hpa, policy = client.AutoscalingV2Api(api_client), client.PolicyV1Api(api_client)
+    networking = client.NetworkingV1Api(api_client)
+    lists = {
+        "Deployment": apps.list_namespaced_deployment(namespace),
+        "Service": core.list_namespaced_service(namespace),
+        "HorizontalPodAutoscaler": hpa.list_namespaced_horizontal_pod_autoscaler(namespace),
+        "PodDisruptionBudget": policy.list_namespaced_pod_disruption_budget(namespace),
+        "NetworkPolicy": networking.list_namespaced_network_policy(namespace),
+    }
+    return {kind: [o.metadata.name for o in found.items] for kind, found in lists.items()}
+
+
+def test_deployment_override_with_an_unknown_field_fails_naming_it_and_creates_nothing(
+    namespace: str, api_client: Any
+) -> None:
+    op = InferenceDeploymentOperator(
+        task_id="deploy",
+        name="typo",
+        namespace=namespace,
+        model_uri="s3://models/digits/step-4/",
+        image="python:3.11",
+        command=["python", "-c", "1"],
+        port=8080,
+        requests={"cpu": "50m"},
+        autoscaling={"min_replicas": 2, "max_replicas": 3, "target_cpu_utilization": 80},
+        pdb_min_available=1,
+        network_policy={"from_namespaces": ["airflow"]},
+        deployment_overrides={"spec": {"bogus": 1}},
+    )
+    with pytest.raises(ApiError) as info:
+        serving_helpers.run_task(op, serving_helpers.context("deploy"))
+    assert info.value.status == 400
+    assert 'unknown field "spec.bogus"' in str(info.value)
+    assert serving_objects(api_client, namespace) == {
+        "Deployment": [],
+        "Service": [],
+        "HorizontalPodAutoscaler": [],
+        "PodDisruptionBudget": [],
+        "NetworkPolicy": [],
+    }
