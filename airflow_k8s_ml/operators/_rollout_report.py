@@ -76,4 +76,4 @@ def rollback_message(
 
 def rollout_error(message: str, *, deadline: bool) -> WorkloadFailed:
     """An expired Airflow-side deadline is a ``DeadlineExceeded`` (phase ``rollout``), the rest a failure."""
-    return DeadlineExceeded("rollout", message) if deadline else WorkloadFailed(message)
+    return DeadlineExceeded("rollout_timeout", message) if deadline else WorkloadFailed(message)

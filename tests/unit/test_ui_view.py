@@ -10,7 +10,7 @@ from pathlib import Path
 
 from airflow_k8s_ml.checkpoints import CheckpointWriter
 from airflow_k8s_ml.operators._adopt import WorkloadRecord
-from airflow_k8s_ml.operators._outcome import outcome_record, result_payload
+from airflow_k8s_ml.operators.outcome import outcome_record, result_payload
 from airflow_k8s_ml.status import WorkloadState
 from airflow_k8s_ml.triggers.deadlines import Deadlines
 from airflow_k8s_ml.ui.facts import TaskFacts

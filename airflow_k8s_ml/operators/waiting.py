@@ -1,13 +1,15 @@
-"""Waiting for a workload and acting on the outcome: shared by the training operators and the sensor.
+"""Waiting for a workload in the worker, and acting on the outcome: shared by the operators and the sensors.
 
-Why shared: both wait with the same trigger and phased deadlines, and both must fail the same way (the
-trigger's message, the failed pods and Warning events in the task log). The non-deferrable mode polls in
-the worker with the same pure pieces the trigger uses (``status.classify``, ``deadline_phase``,
-:func:`~airflow_k8s_ml.triggers.deadlines.check_deadlines`, the trigger's diagnostics), so both modes
-produce the same :class:`~airflow_k8s_ml.triggers.events.WorkloadEvent`.
+Why shared (and public): the training operators and the sensor (:mod:`airflow_k8s_ml.sensors.training`)
+wait with the same trigger and deadlines, and must fail the same way (the trigger's message, the failed pods
+and Warning events in the task log). The non-deferrable wait and the sensor's poke look with GETs
+(:class:`WorkloadLooker`) and decide with the trigger's pure decision (:func:`airflow_k8s_ml.status.decide`),
+so both modes produce the same :class:`~airflow_k8s_ml.triggers.events.WorkloadEvent`.
 
-Only imported at execute time (parse-time validation uses :func:`~._args.check_wait_args`); the trigger,
-the clients and the classifiers are still imported inside the functions that need them.
+The waiting arguments are parsed once, after templating, into :class:`WaitSettings` (whose
+:class:`~airflow_k8s_ml.status.Deadlines` travels to the trigger as it is); :func:`check_wait_args` runs the
+same parse at DAG parse time with templated values left out. The clients, the trigger and the diagnostics
+are imported inside the functions that need them (this module is imported when a DAG file is parsed).
 """
 
 from __future__ import annotations
@@ -15,24 +17,26 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
-from datetime import datetime, timedelta
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from airflow_k8s_ml.operators._args import PLACEHOLDER, parse_deadline, to_timedelta
+from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated
+from airflow_k8s_ml.status.clock import PhaseClock
+from airflow_k8s_ml.status.deadlines import Deadlines, to_timedelta
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient
-    from airflow_k8s_ml.operators._adopt import WorkloadRecord
+    from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.status import WorkloadState
-    from airflow_k8s_ml.triggers.deadlines import Deadlines
+    from airflow_k8s_ml.status.wait import Decision
     from airflow_k8s_ml.triggers.events import WorkloadEvent
     from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 __all__ = [
     "WaitSettings",
+    "WorkloadLooker",
+    "check_wait_args",
     "delete_and_wait",
-    "evaluate_once",
     "poll_until_done",
     "raise_for_event",
     "settled_state",
@@ -44,20 +48,23 @@ _log = logging.getLogger(__name__)
 #: Reads (and the pause before each) waiting for a succeeded workload's completionTime (settled_state).
 SETTLE_READS = 10
 SETTLE_PAUSE = 0.1
-#: How long a deadline expiry waits for the Foreground deletion to finish (pods gone) before failing anyway.
+#: How long an expired deadline waits for the Foreground deletion to finish (pods gone) before failing anyway.
 DELETE_WAIT_SECONDS = 60.0
+
+
+def _given(value: Any, templated_ok: bool) -> Any:
+    """The value to parse: None for a template not rendered yet (parse time) or its placeholder."""
+    if templated_ok and (is_templated(value) or value == PLACEHOLDER):
+        return None
+    return value
 
 
 @dataclass(frozen=True)
 class WaitSettings:
-    """The validated waiting arguments of an operator or sensor (budgets as timedeltas)."""
+    """The waiting arguments of an operator or sensor, parsed once (after templating)."""
 
     kubernetes_conn_id: str
-    admission: timedelta | None = None
-    startup: timedelta | None = None
-    run: timedelta | None = None
-    overall: timedelta | None = None
-    overall_at: datetime | None = None
+    deadlines: Deadlines = field(default_factory=Deadlines)
     poll_interval: float = 30.0
     stream_logs: bool = True
     log_lines: int = 50
@@ -74,28 +81,26 @@ class WaitSettings:
         poll_interval: Any,
         stream_logs: bool,
         log_lines: Any,
+        templated_ok: bool = False,
     ) -> WaitSettings:
-        """Validate the raw arguments; a templated ``deadline`` (parse-time placeholder) counts as none."""
+        """Parse the raw arguments; errors name the argument. ``templated_ok`` (parse time): templated
+        values are left out, to be parsed once rendered."""
         from airflow_k8s_ml.manifests.validation import check_int
 
-        overall, overall_at = parse_deadline(None if deadline == PLACEHOLDER else deadline)
-        interval = to_timedelta(poll_interval, "poll_interval")
+        deadlines = Deadlines.parse(
+            admission_timeout=_given(admission_timeout, templated_ok),
+            startup_timeout=_given(startup_timeout, templated_ok),
+            run_timeout=_given(run_timeout, templated_ok),
+            deadline=_given(deadline, templated_ok),
+        )
+        interval = to_timedelta(_given(poll_interval, templated_ok), "poll_interval")
         return cls(
             kubernetes_conn_id=kubernetes_conn_id,
-            admission=to_timedelta(admission_timeout, "admission_timeout"),
-            startup=to_timedelta(startup_timeout, "startup_timeout"),
-            run=to_timedelta(run_timeout, "run_timeout"),
-            overall=overall,
-            overall_at=overall_at,
+            deadlines=deadlines,
             poll_interval=interval.total_seconds() if interval is not None else 30.0,
             stream_logs=bool(stream_logs),
             log_lines=check_int(log_lines, "log_lines", minimum=0),
         )
-
-    def deadlines(self) -> Deadlines:
-        from airflow_k8s_ml.triggers.deadlines import Deadlines
-
-        return Deadlines(self.admission, self.startup, self.run, self.overall, self.overall_at)
 
     def trigger(
         self, record: WorkloadRecord, *, delete_on_kill: bool, try_number: int | None = None
@@ -114,7 +119,7 @@ class WaitSettings:
             namespace=record.namespace,
             uid=record.uid,
             kubernetes_conn_id=self.kubernetes_conn_id,
-            deadlines=self.deadlines().to_payload(),
+            deadlines=self.deadlines,
             task_started_at=record.submitted_at,
             stream_logs=self.stream_logs,
             log_cursor=None,
@@ -124,28 +129,30 @@ class WaitSettings:
         )
 
 
-# -- synchronous wait (deferrable=False) -------------------------------------------------------------------
-
-
-def _uid(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
-
-
-def _event(
-    record: WorkloadRecord, outcome: str, state: WorkloadState, message: str, **extra: Any
-) -> WorkloadEvent:
-    from airflow_k8s_ml.triggers.events import WorkloadEvent
-
-    return WorkloadEvent(
-        outcome=outcome,
-        kind=record.kind,
-        name=record.name,
-        namespace=record.namespace,
-        uid=record.uid,
-        state=state.to_payload(),
-        message=message,
-        **extra,
+def check_wait_args(
+    *,
+    admission_timeout: Any,
+    startup_timeout: Any,
+    run_timeout: Any,
+    deadline: Any,
+    poll_interval: Any,
+    log_lines: Any,
+) -> None:
+    """The waiting arguments checked at DAG parse time, by the same parse (templated ones left out)."""
+    WaitSettings.build(
+        kubernetes_conn_id="",
+        admission_timeout=admission_timeout,
+        startup_timeout=startup_timeout,
+        run_timeout=run_timeout,
+        deadline=deadline,
+        poll_interval=poll_interval,
+        stream_logs=True,
+        log_lines=log_lines,
+        templated_ok=True,
     )
+
+
+# -- synchronous wait (deferrable=False, sensor pokes) -----------------------------------------------------
 
 
 def _diagnose(
@@ -168,81 +175,88 @@ def _diagnose(
     return reports, client.warning_events(obj)
 
 
-def evaluate_once(
-    client: KubeClient, record: WorkloadRecord, settings: WaitSettings, clock: Any
-) -> WorkloadEvent | None:
-    """One look at the workload: an event if it finished, vanished or ran out of time, else None."""
-    from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+def _owned_pods(client: KubeClient, record: WorkloadRecord, obj: Mapping[str, Any]) -> list[dict[str, Any]]:
     from airflow_k8s_ml.status.pod import owned_by
-    from airflow_k8s_ml.triggers.deadlines import check_deadlines, phase_hints, phase_reason
-    from airflow_k8s_ml.triggers.diagnostics import failure_message
+    from airflow_k8s_ml.status.wait import uid_of
 
-    what = f"{record.kind} {record.namespace}/{record.name}"
-    obj = client.get(record.api_version, record.kind, record.name, record.namespace)
-    if obj is None:
-        return _event(record, "error", WorkloadState("pending"), f"{what} was deleted while waiting")
-    if record.uid and _uid(obj) != record.uid:
-        message = f"{what} was replaced (uid {_uid(obj)}, waited for {record.uid})"
-        return _event(record, "error", classify(obj, record.kind), message)
-    state = classify(obj, record.kind)
-    pods = [p for p in client.pods_of(record.kind, record.name, record.namespace) if owned_by(p, _uid(obj))]
-    if state.succeeded:
-        return _event(record, "succeeded", state, f"{what} {state.summary()}")
-    if state.failed:
-        reports, warnings = _diagnose(client, obj, pods, settings.log_lines, every_pod=False)
-        message = failure_message(record.kind, record.namespace, record.name, state, reports)
-        return _event(record, "failed", state, message, pods=reports, warnings=warnings)
-    now = time.time()
-    phase = deadline_phase(state, pods)
-    hint_since, hint_running = phase_hints(phase, obj, pods)
-    clock.observe(phase, now, hint_since=hint_since, hint_running=hint_running)
-    expiry = check_deadlines(
-        settings.deadlines(),
-        now=now,
-        task_started_at=record.submitted_at,
-        phase=phase,
-        phase_since=clock.since,
-        running_since=clock.running_since,
-        reason=phase_reason(phase, state, pods),
-    )
-    if expiry is None:
-        return None
-    reports, warnings = _diagnose(client, obj, pods, settings.log_lines, every_pod=True)
-    return _event(
-        record,
-        "deadline",
-        state,
-        expiry.message,
-        deadline_phase=expiry.phase,
-        pods=reports,
-        warnings=warnings,
-    )
+    pods = client.pods_of(record.kind, record.name, record.namespace)
+    return [p for p in pods if owned_by(p, uid_of(obj))]
+
+
+class WorkloadLooker:
+    """Looks at one workload with GETs and decides with :func:`airflow_k8s_ml.status.decide`.
+
+    Keeps what a decision needs between looks: the phase clock, and the last object seen - its tombstone if
+    the next look finds it gone (a Job seen succeeded and then deleted, e.g. by a TTL of 0, stays a
+    success). ``seen`` is an object already read for this wait (the sensor's first read).
+    """
+
+    def __init__(
+        self,
+        client: KubeClient,
+        record: WorkloadRecord,
+        settings: WaitSettings,
+        seen: Mapping[str, Any] | None = None,
+    ) -> None:
+        self.client = client
+        self.record = record
+        self.settings = settings
+        self.clock = PhaseClock()
+        self.last_seen = seen
+        self.next_look_at: float | None = None
+
+    def look(self) -> WorkloadEvent | None:
+        """One look: an event if the workload finished, vanished, was replaced or ran out of time."""
+        from airflow_k8s_ml.status.wait import Observation, decide
+
+        record = self.record
+        obj = self.client.get(record.api_version, record.kind, record.name, record.namespace)
+        pods = _owned_pods(self.client, record, obj) if obj is not None else []
+        observed = Observation(obj, pods, tombstone=self.last_seen if obj is None else None)
+        decision = decide(
+            record.target(), observed, now=time.time(), deadlines=self.settings.deadlines, clock=self.clock
+        )
+        self.clock, self.next_look_at = decision.clock, decision.next_look_at
+        self.last_seen = obj if obj is not None else self.last_seen
+        return self._event(decision, obj, pods) if decision.done else None
+
+    def _event(
+        self, decision: Decision, obj: Mapping[str, Any] | None, pods: list[dict[str, Any]]
+    ) -> WorkloadEvent:
+        """The decision as the trigger would report it, diagnosed the trigger's way."""
+        from airflow_k8s_ml.triggers.diagnostics import failure_message
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+
+        record = self.record
+        if obj is None or decision.verdict not in ("failed", "deadline"):
+            return WorkloadEvent.decided(decision, record.target())
+        every_pod = decision.verdict == "deadline"
+        reports, warnings = _diagnose(self.client, obj, pods, self.settings.log_lines, every_pod=every_pod)
+        message = decision.message
+        if decision.verdict == "failed":
+            message = failure_message(record.kind, record.namespace, record.name, decision.state, reports)
+        return WorkloadEvent.decided(
+            decision, record.target(), message=message, pods=reports, warnings=warnings
+        )
 
 
 def poll_until_done(
     client: KubeClient, record: WorkloadRecord, settings: WaitSettings, log: Any
 ) -> WorkloadEvent:
-    """Block in the worker until :func:`evaluate_once` yields an event; sleeps at most ``poll_interval``, and
-    no longer than the next deadline expiry."""
-    from airflow_k8s_ml.triggers.deadlines import PhaseClock, next_expiry_at
-
-    clock = PhaseClock()
-    deadlines = settings.deadlines()
+    """Block in the worker until a look yields an event; sleeps at most ``poll_interval``, and no longer
+    than the next deadline expiry."""
+    looker = WorkloadLooker(client, record, settings)
     last: str | None = None
     while True:
-        event = evaluate_once(client, record, settings, clock)
+        event = looker.look()
         if event is not None:
             return event
-        if clock.phase != last:
-            log.info("%s %s/%s is in phase %s", record.kind, record.namespace, record.name, clock.phase)
-            last = clock.phase
-        expires = next_expiry_at(
-            deadlines,
-            task_started_at=record.submitted_at,
-            phase=clock.phase or "admission",
-            phase_since=clock.since,
-            running_since=clock.running_since,
-        )
+        if looker.clock.phase != last:
+            log.info(
+                "%s %s/%s is in phase %s", record.kind, record.namespace, record.name, looker.clock.phase
+            )
+            last = looker.clock.phase
+        expires = looker.next_look_at
         now = time.time()
         time.sleep(max(0.05, min(settings.poll_interval, (expires - now + 0.01) if expires else 1e9)))
 
@@ -257,13 +271,14 @@ def settled_state(client: KubeClient, record: WorkloadRecord, state: WorkloadSta
     ``Complete`` and ``completionTime``, and the trigger may report in between. A few quick reads settle it.
     """
     from airflow_k8s_ml.status import classify
+    from airflow_k8s_ml.status.wait import uid_of
 
     for _ in range(SETTLE_READS):
         if state.details.get("completionTime"):
             return state
         time.sleep(SETTLE_PAUSE)
         obj = client.get(record.api_version, record.kind, record.name, record.namespace)
-        if obj is None or _uid(obj) != record.uid:
+        if obj is None or uid_of(obj) != record.uid:
             return state
         fresh = classify(obj, record.kind)
         state = fresh if fresh.succeeded else state
@@ -301,7 +316,6 @@ def with_diagnostics(
     """
     from dataclasses import replace
 
-    from airflow_k8s_ml.status.pod import owned_by
     from airflow_k8s_ml.triggers.diagnostics import failure_message
 
     informative = any(
@@ -313,9 +327,7 @@ def with_diagnostics(
         obj = client.get(record.api_version, record.kind, record.name, record.namespace)
         if obj is None:
             return event
-        pods = [
-            p for p in client.pods_of(record.kind, record.name, record.namespace) if owned_by(p, _uid(obj))
-        ]
+        pods = _owned_pods(client, record, obj)
         reports, warnings = _diagnose(client, obj, pods, lines, every_pod=event.outcome == "deadline")
     except Exception as exc:  # diagnostics must never hide the real error
         _log.warning(
@@ -349,7 +361,7 @@ def raise_for_event(
     (the trigger's message: reason, first failed pod, its last line); error -> :class:`K8sMLError`.
     """
     from airflow_k8s_ml.errors import DeadlineExceeded, K8sMLError, WorkloadFailed
-    from airflow_k8s_ml.operators._outcome import event_report
+    from airflow_k8s_ml.operators.outcome import event_report
 
     what = f"{record.kind} {record.namespace}/{record.name}"
     event = with_diagnostics(client, record, event, lines)
@@ -358,7 +370,7 @@ def raise_for_event(
     if delete:
         delete_and_wait(client, record, log)
     if event.outcome == "deadline":
-        raise DeadlineExceeded(event.deadline_phase or "overall", event.message)
+        raise DeadlineExceeded(event.expired_deadline or "deadline", event.message)
     if event.outcome == "failed":
         raise WorkloadFailed(event.message)
     raise K8sMLError(event.message or f"waiting for {what} failed")
