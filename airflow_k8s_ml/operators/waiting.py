@@ -35,6 +35,7 @@ if TYPE_CHECKING:
 __all__ = [
     "WaitSettings",
     "WorkloadLooker",
+    "as_deleted",
     "check_wait_args",
     "delete_and_wait",
     "poll_until_done",
@@ -183,12 +184,46 @@ def _owned_pods(client: KubeClient, record: WorkloadRecord, obj: Mapping[str, An
     return [p for p in pods if owned_by(p, uid_of(obj))]
 
 
+#: How long the replay of a vanished workload's last changes may take (the watch's ``timeoutSeconds``).
+REPLAY_SECONDS = 1
+
+
+def as_deleted(client: KubeClient, record: WorkloadRecord, last_seen: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The workload as it was when deleted: the changes after ``last_seen`` replayed from the API server's
+    watch history (the DELETED event carries the final object), so a Job that succeeded and was deleted
+    between two looks (a TTL of 0) reads as succeeded - what the trigger's watch sees live. Falls back to
+    ``last_seen`` when the history no longer reaches back (410) or the replay fails."""
+    import json
+
+    from airflow_k8s_ml.kube.resources import resource_for
+
+    version = str((last_seen.get("metadata") or {}).get("resourceVersion") or "")
+    if not version:
+        return last_seen
+    path = resource_for(record.api_version, record.kind).collection_path(record.namespace)
+    query = [
+        ("watch", "true"),
+        ("fieldSelector", f"metadata.name={record.name}"),
+        ("resourceVersion", version),
+        ("timeoutSeconds", str(REPLAY_SECONDS)),
+    ]
+    try:
+        lines = client.get_raw(path, query).splitlines()
+        events = [json.loads(line) for line in lines if line.strip()]
+    except Exception as exc:  # a best effort: the last state seen still decides
+        _log.warning("could not replay the last changes of %s %s: %s", record.kind, record.name, exc)
+        return last_seen
+    deleted = [e.get("object") for e in events if e.get("type") == "DELETED"]
+    return deleted[-1] if deleted and isinstance(deleted[-1], Mapping) else last_seen
+
+
 class WorkloadLooker:
     """Looks at one workload with GETs and decides with :func:`airflow_k8s_ml.status.decide`.
 
-    Keeps what a decision needs between looks: the phase clock, and the last object seen - its tombstone if
-    the next look finds it gone (a Job seen succeeded and then deleted, e.g. by a TTL of 0, stays a
-    success). ``seen`` is an object already read for this wait (the sensor's first read).
+    Keeps what a decision needs between looks: the phase clock, and the last object seen. A look that finds
+    the workload gone replays its changes since then (:func:`as_deleted`) for its tombstone, so a Job
+    deleted right after it succeeded stays a success. ``seen`` is an object already read for this wait (the
+    sensor's first read).
     """
 
     def __init__(
@@ -212,7 +247,10 @@ class WorkloadLooker:
         record = self.record
         obj = self.client.get(record.api_version, record.kind, record.name, record.namespace)
         pods = _owned_pods(self.client, record, obj) if obj is not None else []
-        observed = Observation(obj, pods, tombstone=self.last_seen if obj is None else None)
+        tombstone = None
+        if obj is None and self.last_seen is not None:
+            tombstone = as_deleted(self.client, record, self.last_seen)
+        observed = Observation(obj, pods, tombstone=tombstone)
         decision = decide(
             record.target(), observed, now=time.time(), deadlines=self.settings.deadlines, clock=self.clock
         )

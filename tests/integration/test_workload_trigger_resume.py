@@ -130,7 +130,8 @@ async def test_a_silent_workload_writes_no_cursor(client: KubeClient, registry: 
     trigger = trigger_for(obj, try_number=1)
     event = await run_trigger(trigger)
     assert event.outcome == "succeeded", event.message
-    assert trigger._cursor_writer is not None and trigger._cursor_writer.writes == 0
+    assert trigger._logs is not None and trigger._logs.writer is not None
+    assert trigger._logs.writer.writes == 0
     live = await in_thread(client.get, "batch/v1", "Job", "quiet")
     assert CURSOR_ANNOTATION not in (live["metadata"].get("annotations") or {})
 
