@@ -189,10 +189,11 @@ REPLAY_SECONDS = 1
 
 
 def as_deleted(client: KubeClient, record: WorkloadRecord, last_seen: Mapping[str, Any]) -> Mapping[str, Any]:
-    """The workload as it was when deleted: the changes after ``last_seen`` replayed from the API server's
-    watch history (the DELETED event carries the final object), so a Job that succeeded and was deleted
-    between two looks (a TTL of 0) reads as succeeded - what the trigger's watch sees live. Falls back to
-    ``last_seen`` when the history no longer reaches back (410) or the replay fails."""
+    """The workload's last state before its deletion began: the changes after ``last_seen`` replayed from
+    the API server's watch history, so a Job that succeeded and was deleted between two looks (a TTL of 0)
+    reads as succeeded. A state written while it was being deleted does not count: a Job failed *by* its
+    deletion (its pods killed) was deleted while waiting. Falls back to ``last_seen`` when the history no
+    longer reaches back (410) or the replay fails."""
     import json
 
     from airflow_k8s_ml.kube.resources import resource_for
@@ -213,8 +214,13 @@ def as_deleted(client: KubeClient, record: WorkloadRecord, last_seen: Mapping[st
     except Exception as exc:  # a best effort: the last state seen still decides
         _log.warning("could not replay the last changes of %s %s: %s", record.kind, record.name, exc)
         return last_seen
-    deleted = [e.get("object") for e in events if e.get("type") == "DELETED"]
-    return deleted[-1] if deleted and isinstance(deleted[-1], Mapping) else last_seen
+    alive = last_seen
+    for event in events:
+        obj = event.get("object")
+        if event.get("type") in ("MODIFIED", "DELETED") and isinstance(obj, Mapping):
+            if not (obj.get("metadata") or {}).get("deletionTimestamp"):
+                alive = obj
+    return alive
 
 
 class WorkloadLooker:
