@@ -63,6 +63,7 @@ def to_timedelta(value: object, field: str) -> timedelta | None:
     such as ``"{{ params.run_timeout_minutes * 60 }}"``); None means "no such budget"."""
     if value is None:
         return None
+    written = value
     if isinstance(value, str):
         try:
             value = float(value.strip())
@@ -75,7 +76,8 @@ def to_timedelta(value: object, field: str) -> timedelta | None:
         raise ValidationError(field, f"must be a timedelta or a number of seconds, got {shown}")
     delta = value if isinstance(value, timedelta) else timedelta(seconds=value)
     if delta <= timedelta(0):
-        raise ValidationError(field, f"must be positive, got {delta}")
+        shown = f"{delta.total_seconds():g} seconds" if isinstance(written, timedelta) else repr(written)
+        raise ValidationError(field, f"must be positive, got {shown}")
     return delta
 
 
