@@ -36,7 +36,6 @@ from airflow_k8s_ml.operators._args import (
     neutralize,
     substitute_resume,
 )
-from airflow_k8s_ml.operators.waiting import check_wait_args
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -183,14 +182,7 @@ class _WorkloadOperator(BaseOperator):
         """
         values = neutralize(self._values())
         self._check_common(values)
-        check_wait_args(
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=values["deadline"],
-            poll_interval=self.poll_interval,
-            log_lines=self.log_lines,
-        )
+        self._wait_settings(values, templated_ok=True)
         if values["manifest"] is not None:
             source = self._manifest_source(self.manifest, context=None)
             if is_templated(source):
@@ -257,8 +249,11 @@ class _WorkloadOperator(BaseOperator):
             if given:
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
 
-    def _wait_settings(self, values: Mapping[str, Any] | None = None) -> WaitSettings:
-        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are."""
+    def _wait_settings(
+        self, values: Mapping[str, Any] | None = None, *, templated_ok: bool = False
+    ) -> WaitSettings:
+        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
+        (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
         from airflow_k8s_ml.operators.waiting import WaitSettings
 
         values = values if values is not None else self._values()
@@ -271,6 +266,7 @@ class _WorkloadOperator(BaseOperator):
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_lines=self.log_lines,
+            templated_ok=templated_ok,
         )
 
     # -- rendering --------------------------------------------------------------------------------------

@@ -397,7 +397,7 @@ def test_sensor_deadline_fails_the_sensor_but_leaves_the_job(batch: Any, namespa
     execute_until_deferred(finetune("long", namespace, "import time; time.sleep(120)"), make_context("long"))
     [job] = jobs(batch, namespace)
     sensor = TrainingJobSensor(task_id="wait", name=job.metadata.name, namespace=namespace, deadline=1)
-    with pytest.raises(DeadlineExceeded, match="^deadline 1s exceeded"):
+    with pytest.raises(DeadlineExceeded, match=r"^deadline 1s exceeded"):
         run_task(sensor, make_context("wait"))
     assert [j.metadata.uid for j in jobs(batch, namespace)] == [
         job.metadata.uid

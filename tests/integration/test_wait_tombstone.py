@@ -7,29 +7,18 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
-
-import pytest
 
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.operators.record import WorkloadRecord
 from airflow_k8s_ml.operators.waiting import WaitSettings, WorkloadLooker
-from tests.cluster_fixtures import use_cluster, wait_for
+from tests.cluster_fixtures import wait_for
 
 from .workload_helpers import complete, in_thread, job, run_trigger, trigger_for
 
 DONE = "succeeded (CompletionsReached): Reached expected number of succeeded pods"
-
-
-@pytest.fixture()
-def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
-    client = KubeClient(namespace=namespace)
-    yield client
-    client.close()
 
 
 def delete(client: KubeClient, name: str, namespace: str) -> None:

@@ -10,28 +10,17 @@ import asyncio
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
-from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import in_thread, job, run_trigger, trigger_for
 
 GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
-
-
-@pytest.fixture()
-def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
-    client = KubeClient(namespace=namespace)
-    yield client
-    client.close()
 
 
 def relayed(output: str, pattern: str) -> Counter[tuple[str, ...]]:

@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,14 +42,6 @@ from tests.cluster_fixtures import use_cluster
 from .workload_helpers import in_thread, job, metric, run_trigger, trigger_for
 
 COUNT_TO_30 = "import time\nfor i in range(30):\n    print(f'line {i}', flush=True); time.sleep(0.05)"
-
-
-@pytest.fixture()
-def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
-    client = KubeClient(namespace=namespace)
-    yield client
-    client.close()
 
 
 def numbers(output: str) -> Counter[int]:

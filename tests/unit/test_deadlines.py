@@ -11,22 +11,9 @@ from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.status import WorkloadState
 from airflow_k8s_ml.status.clock import PhaseClock, phase_hints, phase_reason
 from airflow_k8s_ml.status.deadlines import Deadlines, Expiry, format_limit, to_timedelta
+from tests.unit.pod_objects import GPU_MESSAGE, unschedulable_pod
 
 T0 = 1_700_000_000.0
-GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
-
-
-def unschedulable_pod() -> dict:
-    return {
-        "metadata": {"name": "ft-abc", "creationTimestamp": "2023-11-14T22:13:20Z"},
-        "spec": {"containers": [{"name": "main"}]},
-        "status": {
-            "phase": "Pending",
-            "conditions": [
-                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": GPU_MESSAGE}
-            ],
-        },
-    }
 
 
 def clock(phase: str, since: float, running_since: float | None = None) -> PhaseClock:

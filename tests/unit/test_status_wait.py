@@ -6,10 +6,10 @@ from datetime import timedelta
 from typing import Any
 
 from airflow_k8s_ml.status import Deadlines, Observation, PhaseClock, Target, decide
+from tests.unit.pod_objects import GPU_MESSAGE, unschedulable_pod
 
 T0 = 1_700_000_000.0
 TARGET = Target("Job", "ft", "ml", "u1", started_at=T0)
-GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
 
 def job(uid: str = "u1", **status: Any) -> dict[str, Any]:
@@ -35,17 +35,7 @@ SUCCEEDED = job(conditions=[condition("Complete", "CompletionsReached", "done")]
 FAILED = job(conditions=[condition("Failed", "BackoffLimitExceeded", "Job has reached the backoff limit")])
 RUNNING = job(active=1, ready=1, startTime="2023-11-14T22:13:20Z")
 PENDING = job()
-UNSCHEDULABLE_POD = {
-    "metadata": {"name": "ft-abc", "creationTimestamp": "2023-11-14T22:13:20Z"},
-    "spec": {"containers": [{"name": "main"}]},
-    "status": {
-        "phase": "Pending",
-        "conditions": [
-            {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": GPU_MESSAGE}
-        ],
-    },
-}
-
+UNSCHEDULABLE_POD = unschedulable_pod()
 RUNNING_POD = {
     "metadata": {"name": "ft-abc", "uid": "p1", "creationTimestamp": "2023-11-14T22:13:20Z"},
     "spec": {"nodeName": "n", "containers": [{"name": "main"}]},
