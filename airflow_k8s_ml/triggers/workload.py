@@ -4,9 +4,10 @@ How it waits (the cncf ``KubernetesJobTrigger`` polls every 10 s over a new TLS 
 
 - the workload and its pods come from two *shared* watches of the triggerer process (:mod:`.kube.watch`):
   one on the workload's resource in its namespace, one on pods carrying the workload-name label; a change
-  wakes this trigger, which re-reads the latest objects and classifies them with ``status.classify``;
-- phased deadlines are checked on every change and on a timer set to the next expiry, so an expiry is
-  noticed within milliseconds (:mod:`.deadlines`);
+  wakes this trigger, which re-reads the latest objects (or the tombstone of a deleted one) and hands them
+  to the one wait decision, :func:`airflow_k8s_ml.status.decide` - the same the worker's sync wait uses;
+- phased deadlines (:class:`~airflow_k8s_ml.status.Deadlines`, parsed once by the operator) are checked on
+  every change and on a timer set to the next expiry, so an expiry is noticed within milliseconds;
 - while pods run, their logs are relayed into the trigger's log, prefixed by replica (:mod:`.logs`), and
   the relay's cursor is persisted on the workload (:mod:`.log_cursor`), so a trigger restarted after a
   triggerer crash resumes after the last relayed line instead of replaying or skipping lines;
