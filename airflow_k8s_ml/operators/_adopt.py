@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
-from airflow_k8s_ml.operators.record import RESUMED_FROM_ANNOTATION, WorkloadRecord
+from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
+from airflow_k8s_ml.operators.record import WorkloadRecord
 from airflow_k8s_ml.status import WorkloadState, classify
 
 __all__ = [

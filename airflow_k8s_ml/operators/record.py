@@ -9,14 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.status.wait import Target
+if TYPE_CHECKING:  # the wait decision (and its classifiers) loads when a wait starts, not at parse time
+    from airflow_k8s_ml.status.wait import Target
 
-__all__ = ["RESUMED_FROM_ANNOTATION", "WorkloadRecord"]
-
-#: Annotation carrying the checkpoint an attempt resumed from, so a result can be rebuilt from the object.
-RESUMED_FROM_ANNOTATION = "airflow-k8s-ml/resumed-from"
+__all__ = ["WorkloadRecord"]
 
 
 @dataclass(frozen=True)
@@ -43,6 +41,8 @@ class WorkloadRecord:
 
     def target(self) -> Target:
         """What the wait decision (``status.decide``) needs of it."""
+        from airflow_k8s_ml.status.wait import Target
+
         return Target(self.kind, self.name, self.namespace, self.uid, self.submitted_at)
 
     def to_dict(self) -> dict[str, Any]:

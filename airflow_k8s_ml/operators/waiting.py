@@ -17,17 +17,16 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated
-from airflow_k8s_ml.status.clock import PhaseClock
 from airflow_k8s_ml.status.deadlines import Deadlines, to_timedelta
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.status import WorkloadState
+    from airflow_k8s_ml.status.clock import PhaseClock
     from airflow_k8s_ml.status.wait import Decision
     from airflow_k8s_ml.triggers.events import WorkloadEvent
     from airflow_k8s_ml.triggers.workload import WorkloadTrigger
@@ -60,12 +59,12 @@ def _given(value: Any, templated_ok: bool) -> Any:
     return value
 
 
-@dataclass(frozen=True)
-class WaitSettings:
-    """The waiting arguments of an operator or sensor, parsed once (after templating)."""
+class WaitSettings(NamedTuple):
+    """The waiting arguments of an operator or sensor, parsed once (after templating). A named tuple: this
+    module is imported at DAG parse time (:func:`check_wait_args`)."""
 
     kubernetes_conn_id: str
-    deadlines: Deadlines = field(default_factory=Deadlines)
+    deadlines: Deadlines = Deadlines()
     poll_interval: float = 30.0
     stream_logs: bool = True
     log_lines: int = 50
@@ -241,8 +240,10 @@ class WorkloadLooker:
     ) -> None:
         self.client = client
         self.record = record
+        from airflow_k8s_ml.status.clock import PhaseClock
+
         self.settings = settings
-        self.clock = PhaseClock()
+        self.clock: PhaseClock = PhaseClock()
         self.last_seen = seen
         self.next_look_at: float | None = None
 

@@ -174,7 +174,8 @@ class TrainingJobSensor(BaseSensorOperator):
         if self._record is not None:
             return self._record
         from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
-        from airflow_k8s_ml.operators.record import RESUMED_FROM_ANNOTATION, WorkloadRecord
+        from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
+        from airflow_k8s_ml.operators.record import WorkloadRecord
 
         client = self._client()
         namespace = self.namespace or client.namespace
