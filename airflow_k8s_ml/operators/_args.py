@@ -3,7 +3,7 @@
 Why: an operator validates its arguments twice - at DAG parse time for the static ones (a typo fails the DAG
 import, not a 3 a.m. run) and in ``execute`` after templating (before any API call). Both passes must use the
 same code. The templating helpers (:mod:`.templating`), the annotation (:mod:`.annotations`) and the one
-duration converter (:func:`airflow_k8s_ml.status.deadlines.to_timedelta`) are re-exported here for the
+duration converter (:func:`airflow_k8s_ml.deadlines.to_timedelta`) are re-exported here for the
 operators; the sensors import them from those public modules.
 """
 
@@ -16,10 +16,10 @@ from typing import Any
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
 
+from airflow_k8s_ml.deadlines import to_timedelta
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated, neutralize
-from airflow_k8s_ml.status.deadlines import to_timedelta
 
 __all__ = [
     "ARGUMENT_OF_FIELD",

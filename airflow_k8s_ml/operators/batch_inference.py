@@ -274,7 +274,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self.defer(trigger=self._trigger(job), method_name="execute_complete", kwargs=kwargs)
 
     def _trigger(self, job: Mapping[str, Any]) -> Any:
-        from airflow_k8s_ml.status.deadlines import Deadlines
+        from airflow_k8s_ml.deadlines import Deadlines
         from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
         meta = job.get("metadata") or {}

@@ -354,7 +354,7 @@ class InferenceDeploymentOperator(BaseOperator):
         return changes, deployment
 
     def _trigger(self, deployment: Mapping[str, Any], started_at: float | None = None) -> Any:
-        from airflow_k8s_ml.status.deadlines import Deadlines
+        from airflow_k8s_ml.deadlines import Deadlines
         from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
         meta = deployment.get("metadata") or {}

@@ -7,8 +7,8 @@ and Warning events in the task log). The non-deferrable wait and the sensor's po
 so both modes produce the same :class:`~airflow_k8s_ml.triggers.events.WorkloadEvent`.
 
 The waiting arguments are parsed once, after templating, into :class:`WaitSettings` (whose
-:class:`~airflow_k8s_ml.status.Deadlines` travels to the trigger as it is); :func:`check_wait_args` runs the
-same parse at DAG parse time with templated values left out. The clients, the trigger and the diagnostics
+:class:`~airflow_k8s_ml.deadlines.Deadlines` travels to the trigger as it is); :func:`check_wait_args` runs
+the same parse at DAG parse time with templated values left out. The clients, the trigger and the diagnostics
 are imported inside the functions that need them (this module is imported when a DAG file is parsed).
 """
 
@@ -19,8 +19,8 @@ import time
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, NamedTuple, NoReturn
 
+from airflow_k8s_ml.deadlines import Deadlines, to_timedelta
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated
-from airflow_k8s_ml.status.deadlines import Deadlines, to_timedelta
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient

@@ -16,9 +16,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.status.classify import classify
 from airflow_k8s_ml.status.clock import PhaseClock, phase_hints, phase_reason
-from airflow_k8s_ml.status.deadlines import Deadlines
 from airflow_k8s_ml.status.phases import deadline_phase
 from airflow_k8s_ml.status.state import PENDING, WorkloadState
 

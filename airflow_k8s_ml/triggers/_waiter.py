@@ -21,11 +21,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status.clock import PhaseClock
-from airflow_k8s_ml.status.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.status.wait import Decision, Observation, Target, decide, uid_of

@@ -6,7 +6,7 @@ How it waits (the cncf ``KubernetesJobTrigger`` polls every 10 s over a new TLS 
   one on the workload's resource in its namespace, one on pods carrying the workload-name label; a change
   wakes this trigger, which re-reads the latest objects (or the tombstone of a deleted one) and hands them
   to the one wait decision, :func:`airflow_k8s_ml.status.decide` - the same the worker's sync wait uses;
-- phased deadlines (:class:`~airflow_k8s_ml.status.Deadlines`, parsed once by the operator) are checked on
+- phased deadlines (:class:`~airflow_k8s_ml.deadlines.Deadlines`, parsed once by the operator) are checked on
   every change and on a timer set to the next expiry, so an expiry is noticed within milliseconds;
 - while pods run, their logs are relayed into the trigger's log, prefixed by replica (:mod:`.logs`), and
   the relay's cursor is persisted on the workload (:mod:`.log_cursor`), so a trigger restarted after a
@@ -32,8 +32,8 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.kube.resources import Resource, resource_for
-from airflow_k8s_ml.status.deadlines import Deadlines
 from airflow_k8s_ml.status.wait import Target
 
 if TYPE_CHECKING:
@@ -65,8 +65,8 @@ class WorkloadTrigger(BaseTrigger):
     :param kind: Job | PyTorchJob | Deployment (rollout) | CronJob (deadlines only); ``api_version``
         defaults per kind (batch/v1, kubeflow.org/v1, apps/v1).
     :param uid: the instance waited for; "" accepts whatever object has the name (sensors).
-    :param deadlines: the budgets: the operator's :class:`~airflow_k8s_ml.status.Deadlines` as parsed
-        from its arguments, or its :meth:`~airflow_k8s_ml.status.Deadlines.to_payload` (the kwargs the
+    :param deadlines: the budgets: the operator's :class:`~airflow_k8s_ml.deadlines.Deadlines` as parsed
+        from its arguments, or its :meth:`~airflow_k8s_ml.deadlines.Deadlines.to_payload` (the kwargs the
         triggerer stores).
     :param task_started_at: epoch seconds the task started (the overall budget counts from it).
     :param log_cursor: per replica, the last line already relayed (a resumed relay starts after it).

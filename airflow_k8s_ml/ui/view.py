@@ -217,7 +217,7 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
     trigger = facts.trigger
     if not trigger:
         return ()
-    from airflow_k8s_ml.status.deadlines import PHASE_BUDGETS, Deadlines
+    from airflow_k8s_ml.deadlines import PHASE_BUDGETS, Deadlines
 
     try:
         deadlines = Deadlines.from_payload(trigger.get("deadlines") or {})

@@ -7,10 +7,10 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines, Expiry, format_limit, to_timedelta
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.status import WorkloadState
 from airflow_k8s_ml.status.clock import PhaseClock, phase_hints, phase_reason
-from airflow_k8s_ml.status.deadlines import Deadlines, Expiry, format_limit, to_timedelta
 from tests.unit.pod_objects import GPU_MESSAGE, unschedulable_pod
 
 T0 = 1_700_000_000.0

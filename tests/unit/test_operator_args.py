@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators._args import (
     PLACEHOLDER,
@@ -17,7 +18,6 @@ from airflow_k8s_ml.operators._args import (
     to_timedelta,
 )
 from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
-from airflow_k8s_ml.status.deadlines import Deadlines
 
 
 def test_is_templated_looks_inside_containers() -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
-from airflow_k8s_ml.status import Deadlines, Observation, PhaseClock, Target, decide
+from airflow_k8s_ml.deadlines import Deadlines
+from airflow_k8s_ml.status import Observation, PhaseClock, Target, decide
 from tests.unit.pod_objects import GPU_MESSAGE, unschedulable_pod
 
 T0 = 1_700_000_000.0

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.status.deadlines import Deadlines
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 

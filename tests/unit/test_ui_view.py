@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from airflow_k8s_ml.checkpoints import CheckpointWriter
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.operators._adopt import WorkloadRecord
 from airflow_k8s_ml.operators.outcome import outcome_record, result_payload
 from airflow_k8s_ml.status import WorkloadState
-from airflow_k8s_ml.status.deadlines import Deadlines
 from airflow_k8s_ml.ui.facts import TaskFacts
 from airflow_k8s_ml.ui.history import History, HistoryReader
 from airflow_k8s_ml.ui.live import LiveStatus

@@ -14,8 +14,9 @@ argument, payload key, expiry, log line, error message, docs:
 | ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
 
 Standard library only; every function takes the times it needs (tests move time by passing numbers).
-Named tuples rather than dataclasses: this module is imported when a DAG file is parsed (the parse-time
-check of the arguments), and a named tuple costs a sixth of a frozen dataclass to define.
+Outside :mod:`airflow_k8s_ml.status` (which uses it) and made of named tuples rather than dataclasses on
+purpose: it is imported when a DAG file is parsed (the parse-time check of the arguments), where neither the
+classifiers nor a frozen dataclass (six times a named tuple's cost to define) are wanted.
 """
 
 from __future__ import annotations
