@@ -31,11 +31,12 @@ class WorkloadFailed(K8sMLError):
 
 
 class DeadlineExceeded(WorkloadFailed):
-    """An Airflow-side deadline expired; ``phase`` is admission, startup, run or overall."""
+    """An Airflow-side deadline expired; ``deadline`` names it as the user wrote it: ``admission_timeout``,
+    ``startup_timeout``, ``run_timeout``, ``deadline`` (or ``rollout_timeout`` for a model deployment)."""
 
-    def __init__(self, phase: str, message: str) -> None:
+    def __init__(self, deadline: str, message: str) -> None:
         super().__init__(message)
-        self.phase = phase
+        self.deadline = deadline
 
 
 class CheckpointError(K8sMLError):

@@ -22,7 +22,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
-from airflow_k8s_ml.operators._args import RESUMED_FROM_ANNOTATION
+from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
+from airflow_k8s_ml.operators.record import WorkloadRecord
 from airflow_k8s_ml.status import WorkloadState, classify
 
 __all__ = [
@@ -40,61 +41,6 @@ __all__ = [
 
 #: The ``task_state_store`` key. Renaming it breaks in-flight retries of deployed DAGs (old key stored).
 STATE_KEY = "airflow_k8s_ml.workload"
-
-
-@dataclass(frozen=True)
-class WorkloadRecord:
-    """What is persisted in ``task_state_store`` before deferring: the identity of the current attempt.
-
-    ``submitted_at`` (epoch seconds) anchors the Airflow-side deadlines of this attempt, so an adopting retry
-    continues the same budget instead of starting a new one. ``result`` caches the XCom of a succeeded
-    attempt: a retry then returns it even when the object is already deleted.
-    """
-
-    kind: str
-    api_version: str
-    name: str
-    namespace: str
-    uid: str
-    attempt: int
-    submitted_at: float
-    resumed_from: str | None = None
-    result: Mapping[str, Any] | None = None
-
-    def identity(self) -> dict[str, Any]:
-        return {"kind": self.kind, "name": self.name, "namespace": self.namespace, "uid": self.uid}
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            **self.identity(),
-            "api_version": self.api_version,
-            "attempt": self.attempt,
-            "submitted_at": self.submitted_at,
-            "resumed_from": self.resumed_from,
-        }
-        if self.result is not None:
-            out["result"] = dict(self.result)
-        return out
-
-    @classmethod
-    def from_dict(cls, value: Any) -> WorkloadRecord | None:
-        """Tolerant: a malformed or foreign value means "nothing remembered" (labels still guard us)."""
-        if not isinstance(value, Mapping):
-            return None
-        try:
-            return cls(
-                kind=str(value["kind"]),
-                api_version=str(value["api_version"]),
-                name=str(value["name"]),
-                namespace=str(value["namespace"]),
-                uid=str(value["uid"]),
-                attempt=int(value["attempt"]),
-                submitted_at=float(value["submitted_at"]),
-                resumed_from=value.get("resumed_from") or None,
-                result=value.get("result") if isinstance(value.get("result"), Mapping) else None,
-            )
-        except (KeyError, TypeError, ValueError):
-            return None
 
 
 @dataclass(frozen=True)

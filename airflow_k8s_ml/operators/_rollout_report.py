@@ -52,7 +52,7 @@ def pod_trouble(pod: Mapping[str, Any]) -> str | None:
 
 def failure_reason(outcome: str, revision: int, state: WorkloadState, message: str) -> str:
     """``rollout of revision 2 failed (ProgressDeadlineExceeded): deployment "x" exceeded its progress
-    deadline`` or ``rollout of revision 2 did not finish: overall deadline 15m exceeded: ...``."""
+    deadline`` or ``rollout of revision 2 did not finish: deadline 15m exceeded: ...``."""
     if outcome == "deadline":
         return f"rollout of revision {revision} did not finish: {message}"
     why = f"({state.reason}): {state.message}" if state.reason and state.message else message
@@ -76,4 +76,4 @@ def rollback_message(
 
 def rollout_error(message: str, *, deadline: bool) -> WorkloadFailed:
     """An expired Airflow-side deadline is a ``DeadlineExceeded`` (phase ``rollout``), the rest a failure."""
-    return DeadlineExceeded("rollout", message) if deadline else WorkloadFailed(message)
+    return DeadlineExceeded("rollout_timeout", message) if deadline else WorkloadFailed(message)

@@ -32,7 +32,6 @@ from airflow_k8s_ml.operators._args import (
     RESUME_PLACEHOLDER,
     RESUMED_FROM_ANNOTATION,
     check_on_finish,
-    check_wait_args,
     is_templated,
     neutralize,
     substitute_resume,
@@ -43,8 +42,9 @@ if TYPE_CHECKING:
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.manifests.naming import RunKey
-    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult, WorkloadRecord
-    from airflow_k8s_ml.operators._waiting import WaitSettings
+    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult
+    from airflow_k8s_ml.operators.record import WorkloadRecord
+    from airflow_k8s_ml.operators.waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["Placement", "_WorkloadOperator", "inject_env", "parse_time_key"]
@@ -182,6 +182,7 @@ class _WorkloadOperator(BaseOperator):
         """
         values = neutralize(self._values())
         self._check_common(values)
+        self._wait_settings(values, templated_ok=True)
         if values["manifest"] is not None:
             source = self._manifest_source(self.manifest, context=None)
             if is_templated(source):
@@ -230,14 +231,6 @@ class _WorkloadOperator(BaseOperator):
     def _check_common(self, values: Mapping[str, Any]) -> None:
         if values["namespace"] is not None:
             validate_namespace(values["namespace"])
-        check_wait_args(
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=None if values["deadline"] == PLACEHOLDER else values["deadline"],
-            poll_interval=self.poll_interval,
-            log_lines=self.log_lines,
-        )
         resume_from, checkpoint_uri = values["resume_from"], values["checkpoint_uri"]
         if checkpoint_uri not in (None, PLACEHOLDER):
             from airflow_k8s_ml.checkpoints.uri import parse_uri
@@ -256,8 +249,12 @@ class _WorkloadOperator(BaseOperator):
             if given:
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
 
-    def _wait_settings(self, values: Mapping[str, Any] | None = None) -> WaitSettings:
-        from airflow_k8s_ml.operators._waiting import WaitSettings
+    def _wait_settings(
+        self, values: Mapping[str, Any] | None = None, *, templated_ok: bool = False
+    ) -> WaitSettings:
+        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
+        (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
+        from airflow_k8s_ml.operators.waiting import WaitSettings
 
         values = values if values is not None else self._values()
         return WaitSettings.build(
@@ -269,6 +266,7 @@ class _WorkloadOperator(BaseOperator):
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_lines=self.log_lines,
+            templated_ok=templated_ok,
         )
 
     # -- rendering --------------------------------------------------------------------------------------
@@ -357,7 +355,7 @@ class _WorkloadOperator(BaseOperator):
             record = self._stored(context)
             what = f"{record.kind} {record.namespace}/{record.name}" if record is not None else self.kind
             if record is not None:
-                from airflow_k8s_ml.operators._waiting import delete_and_wait
+                from airflow_k8s_ml.operators.waiting import delete_and_wait
 
                 self._record = record
                 delete_and_wait(self._client(record.namespace), record, self.log)
@@ -381,12 +379,12 @@ class _WorkloadOperator(BaseOperator):
         values = self._values()
         values["manifest"] = self._manifest_source(values["manifest"], context)
         self._check_common(values)
+        settings = self._wait_settings(values)
         key = self._run_key(context)
         client = self._client(values["namespace"])
         namespace = values["namespace"] or client.namespace
         # Everything validated before the first API call: a bad rendered value creates nothing.
         self._render_object(values, self._placement(values, key, namespace, resume_uri=None))
-        settings = self._wait_settings(values)
 
         decision = self._decide(context, client, key, namespace)
         if isinstance(decision, ReturnResult):
@@ -411,7 +409,7 @@ class _WorkloadOperator(BaseOperator):
                 kwargs={"record": record.to_dict()},
                 timeout=self._deferral_timeout(context),
             )
-        from airflow_k8s_ml.operators._waiting import poll_until_done
+        from airflow_k8s_ml.operators.waiting import poll_until_done
 
         return self._finish(context, record, poll_until_done(client, record, settings, self.log))
 
@@ -492,7 +490,7 @@ class _WorkloadOperator(BaseOperator):
                     self.log.info("[%s] %s", replica, line)
 
     def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
-        from airflow_k8s_ml.operators._outcome import result_payload
+        from airflow_k8s_ml.operators.outcome import result_payload
 
         if decision.cached is not None or decision.workload is None:
             self.log.info("%s already succeeded for this task instance; returning its result", self.kind)
@@ -596,8 +594,8 @@ class _WorkloadOperator(BaseOperator):
     def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> Any:
         """succeeded -> XCom (cached for retries), cleanup per ``on_finish``; anything else -> diagnostics
         into the task log, delete on a deadline (always) or a failure (``on_finish="delete"``), raise."""
-        from airflow_k8s_ml.operators._outcome import result_payload
-        from airflow_k8s_ml.operators._waiting import raise_for_event, settled_state
+        from airflow_k8s_ml.operators.outcome import result_payload
+        from airflow_k8s_ml.operators.waiting import raise_for_event, settled_state
 
         self._record = record
         client = self._client(record.namespace)
@@ -618,12 +616,12 @@ class _WorkloadOperator(BaseOperator):
 
     def _remember_outcome(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> None:
         """Leave how the attempt ended in ``task_state_store`` (the Training tab shows where it stopped)."""
-        from airflow_k8s_ml.operators._outcome import OUTCOME_KEY, outcome_record
+        from airflow_k8s_ml.operators.outcome import OUTCOME_KEY, outcome_record
 
         store = context.get("task_state_store")
         if store is not None:
             outcome = outcome_record(
-                record.attempt, event.outcome, event.workload_state, event.deadline_phase, time.time()
+                record.attempt, event.outcome, event.workload_state, event.expired_deadline, time.time()
             )
             store.set(OUTCOME_KEY, outcome)
 

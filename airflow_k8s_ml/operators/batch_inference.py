@@ -274,15 +274,15 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self.defer(trigger=self._trigger(job), method_name="execute_complete", kwargs=kwargs)
 
     def _trigger(self, job: Mapping[str, Any]) -> Any:
-        from airflow_k8s_ml.triggers.deadlines import Deadlines
+        from airflow_k8s_ml.deadlines import Deadlines
         from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
         meta = job.get("metadata") or {}
-        deadlines = Deadlines(
-            admission=self.admission_timeout,
-            startup=self.startup_timeout,
-            run=self.run_timeout,
-            overall=self.deadline,
+        deadlines = Deadlines(  # parsed in __init__ (not templated)
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=self.deadline,
         )
         return WorkloadTrigger(
             kind="Job",
@@ -290,7 +290,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
             namespace=meta["namespace"],
             uid=meta.get("uid", ""),
             kubernetes_conn_id=self.kubernetes_conn_id,
-            deadlines=deadlines.to_payload(),
+            deadlines=deadlines,
             task_started_at=time.time(),
             stream_logs=self.stream_logs,
         )
@@ -314,13 +314,13 @@ class BatchInferenceCronJobOperator(BaseOperator):
             client = self._client()
             client.delete("batch/v1", "Job", outcome.name, outcome.namespace, uid=outcome.uid or None)
             raise DeadlineExceeded(
-                outcome.deadline_phase or "overall",
+                outcome.expired_deadline or "deadline",
                 f"run-now Job {outcome.namespace}/{outcome.name} deleted: {outcome.message}",
             )
         raise WorkloadFailed(outcome.message or f"run-now Job {outcome.namespace}/{outcome.name} failed")
 
     def _job_result(self, job: Mapping[str, Any], state: Any, attempts: int) -> dict[str, Any]:
-        from airflow_k8s_ml.operators._outcome import result_payload
+        from airflow_k8s_ml.operators.outcome import result_payload
 
         meta = job.get("metadata") or {}
         identity = {

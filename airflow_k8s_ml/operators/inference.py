@@ -357,7 +357,7 @@ class InferenceDeploymentOperator(BaseOperator):
         return changes, deployment
 
     def _trigger(self, deployment: Mapping[str, Any], started_at: float | None = None) -> Any:
-        from airflow_k8s_ml.triggers.deadlines import Deadlines
+        from airflow_k8s_ml.deadlines import Deadlines
         from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
         meta = deployment.get("metadata") or {}
@@ -367,7 +367,7 @@ class InferenceDeploymentOperator(BaseOperator):
             namespace=meta["namespace"],
             uid=meta.get("uid", ""),
             kubernetes_conn_id=self.kubernetes_conn_id,
-            deadlines=Deadlines(overall=self.rollout_timeout).to_payload(),
+            deadlines=Deadlines(deadline=self.rollout_timeout),
             task_started_at=started_at or time.time(),
             stream_logs=False,
             delete_on_kill=False,  # killing a deploy task must never take the live service down

@@ -17,14 +17,15 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_k8s_ml.errors import K8sMLError, ValidationError
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
-from airflow_k8s_ml.operators._args import check_wait_args, is_templated
+from airflow_k8s_ml.operators.templating import is_templated
+from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
-    from airflow_k8s_ml.operators._adopt import WorkloadRecord
-    from airflow_k8s_ml.operators._waiting import WaitSettings
+    from airflow_k8s_ml.operators.record import WorkloadRecord
+    from airflow_k8s_ml.operators.waiting import WorkloadLooker
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["TrainingJobSensor"]
@@ -68,6 +69,14 @@ class TrainingJobSensor(BaseSensorOperator):
         log_lines: int = 50,
         **kwargs: Any,
     ) -> None:
+        check_wait_args(  # before the base class reads poll_interval: an error names the argument written
+            admission_timeout=admission_timeout,
+            startup_timeout=startup_timeout,
+            run_timeout=run_timeout,
+            deadline=deadline,
+            poll_interval=poll_interval,
+            log_lines=log_lines,
+        )
         super().__init__(poke_interval=poll_interval, **kwargs)
         if kind not in KINDS:
             raise ValidationError("kind", f"must be one of {', '.join(KINDS)}; got {kind!r}")
@@ -84,29 +93,27 @@ class TrainingJobSensor(BaseSensorOperator):
         self.stream_logs = stream_logs
         self.log_lines = log_lines
         self._record: WorkloadRecord | None = None
-        self._clock: Any = None
+        self._looker: WorkloadLooker | None = None
+        self._first_seen: dict[str, Any] | None = None
+        self._wait_settings: WaitSettings | None = None
         self._validate(templated_ok=True)
 
     def _validate(self, *, templated_ok: bool) -> None:
-        """Static values at parse time (templated ones skipped), everything again once rendered."""
+        """Static names at parse time (templated ones skipped), again once rendered (with the deadlines,
+        by :meth:`_settings`)."""
         if not (templated_ok and is_templated(self.name)):
             validate_name(self.kind, self.name, "name")
         if self.namespace is not None and not (templated_ok and is_templated(self.namespace)):
             validate_namespace(self.namespace)
-        check_wait_args(
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=None if templated_ok and is_templated(self.deadline) else self.deadline,
-            poll_interval=self.poll_interval,
-            log_lines=self.log_lines,
-        )
 
     def _settings(self) -> WaitSettings:
-        """The waiting arguments, validated and typed (execute time, after rendering)."""
-        from airflow_k8s_ml.operators._waiting import WaitSettings
+        """The waiting arguments, parsed once rendered (execute time), then kept."""
+        if self._wait_settings is None:
+            self._validate(templated_ok=False)
+            self._wait_settings = self._parse_settings()
+        return self._wait_settings
 
-        self._validate(templated_ok=False)
+    def _parse_settings(self) -> WaitSettings:
         return WaitSettings.build(
             kubernetes_conn_id=self.kubernetes_conn_id,
             admission_timeout=self.admission_timeout,
@@ -136,15 +143,13 @@ class TrainingJobSensor(BaseSensorOperator):
         )
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
-        """One look, with the operators' pure evaluation (state, phase, deadlines)."""
-        from airflow_k8s_ml.operators._waiting import evaluate_once
-        from airflow_k8s_ml.triggers.deadlines import PhaseClock
+        """One look, decided as the trigger decides (``status.decide``: state, tombstone, deadlines)."""
+        from airflow_k8s_ml.operators.waiting import WorkloadLooker
 
         record = self._target(context)
-        if self._clock is None:
-            self._clock = PhaseClock()
-        settings = self._settings()
-        event = evaluate_once(self._client(), record, settings, self._clock)
+        if self._looker is None:
+            self._looker = WorkloadLooker(self._client(), record, self._settings(), seen=self._first_seen)
+        event = self._looker.look()
         if event is None:
             return False
         return PokeReturnValue(is_done=True, xcom_value=self._finish(record, event))
@@ -152,7 +157,7 @@ class TrainingJobSensor(BaseSensorOperator):
     def execute_complete(
         self, context: Context, event: Mapping[str, Any], record: Mapping[str, Any] | None = None
     ) -> Any:
-        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+        from airflow_k8s_ml.operators.record import WorkloadRecord
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
         target = WorkloadRecord.from_dict(record) or self._target(context)
@@ -169,14 +174,15 @@ class TrainingJobSensor(BaseSensorOperator):
         if self._record is not None:
             return self._record
         from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
-        from airflow_k8s_ml.operators._adopt import WorkloadRecord
-        from airflow_k8s_ml.operators._args import RESUMED_FROM_ANNOTATION
+        from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
+        from airflow_k8s_ml.operators.record import WorkloadRecord
 
         client = self._client()
         namespace = self.namespace or client.namespace
         obj = client.get(KINDS[self.kind], self.kind, self.name, namespace)
         if obj is None:
             raise K8sMLError(f"{self.kind} {namespace}/{self.name} not found")
+        self._first_seen = obj  # its tombstone if it is deleted before the first look
         meta = obj.get("metadata") or {}
         attempt = str((meta.get("labels") or {}).get(ATTEMPT_LABEL, "1"))
         self._record = WorkloadRecord(
@@ -201,8 +207,8 @@ class TrainingJobSensor(BaseSensorOperator):
         return time.time()
 
     def _finish(self, record: WorkloadRecord, event: WorkloadEvent) -> dict[str, Any]:
-        from airflow_k8s_ml.operators._outcome import result_payload
-        from airflow_k8s_ml.operators._waiting import raise_for_event, settled_state
+        from airflow_k8s_ml.operators.outcome import result_payload
+        from airflow_k8s_ml.operators.waiting import raise_for_event, settled_state
 
         client = self._client()
         if event.outcome != "succeeded":

@@ -1,6 +1,12 @@
 """The wait of a :class:`~airflow_k8s_ml.triggers.workload.WorkloadTrigger`: subscriptions, phase clock,
 log relay, the unreachable-API budget, and the one event that ends it.
 
+An I/O shell around :func:`airflow_k8s_ml.status.decide`: it gathers observations from the shared watches
+(the workload, its tombstone if the watch saw it deleted, its pods) and acts on the decision (drain the
+relay, read the failed pods' last lines, report). The trigger hands in what the wait needs - a
+:class:`WaitSpec`, the :class:`LogState` it shares with the trigger's exits, and its logger - so nothing
+here reads the trigger's state.
+
 Why a module of its own: everything here (status classifiers, diagnostics, watches, the async client) is
 imported by the trigger's first ``run`` in a worker thread, so the triggerer imports
 :mod:`~airflow_k8s_ml.triggers.workload` - on its event loop - cheaply. See that module for how it waits.
@@ -12,23 +18,17 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
-from airflow_k8s_ml.status import WorkloadState, classify, deadline_phase
+from airflow_k8s_ml.status.clock import PhaseClock
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
-from airflow_k8s_ml.triggers.deadlines import (
-    Deadlines,
-    Expiry,
-    PhaseClock,
-    check_deadlines,
-    next_expiry_at,
-    phase_hints,
-    phase_reason,
-)
+from airflow_k8s_ml.status.wait import Decision, Observation, Target, decide, uid_of
 from airflow_k8s_ml.triggers.diagnostics import MAX_PODS, failed_pods, failure_message, pod_report
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
@@ -36,9 +36,9 @@ from airflow_k8s_ml.triggers.logs import MAX_LINE, LogRelay, stream_keys
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.async_client import AsyncKube
-    from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+    from airflow_k8s_ml.kube.resources import Resource
 
-__all__ = ["API_UNREACHABLE_TIMEOUT", "api_unreachable_timeout", "wait"]
+__all__ = ["API_UNREACHABLE_TIMEOUT", "LogState", "WaitSpec", "api_unreachable_timeout", "wait"]
 
 #: Re-evaluate at least this often even without changes (belt and braces; a watch delivers changes).
 HEARTBEAT = 60.0
@@ -85,23 +85,57 @@ class Timings(NamedTuple):
         )
 
 
-def _uid(obj: Mapping[str, Any] | None) -> str:
-    return str(((obj or {}).get("metadata") or {}).get("uid") or "")
+@dataclass(frozen=True)
+class WaitSpec:
+    """What to wait for and how, from the trigger's kwargs (parsed by the trigger, passed in)."""
+
+    target: Target
+    resource: Resource
+    kubernetes_conn_id: str
+    deadlines: Deadlines
+    stream_logs: bool = True
+    log_cursor: dict[str, Any] | None = None
+    try_number: int | None = None
+    poll_interval: float = 30.0
 
 
-async def wait(t: WorkloadTrigger) -> WorkloadEvent:
-    """Wait for ``t``'s workload until one event decides it."""
+@dataclass
+class LogState:
+    """The parts of a wait the trigger's exits need too: the log relay and its cursor writer (closed and
+    flushed by ``cleanup``), the cursor to report, and the uid actually seen (deleted by ``on_kill``)."""
+
+    seen_uid: str = ""
+    relay: LogRelay | None = None
+    writer: CursorWriter | None = None
+    initial_cursor: dict[str, Any] | None = None
+
+    def cursor(self) -> dict[str, Any] | None:
+        return dict(self.relay.cursor) if self.relay is not None else self.initial_cursor
+
+    async def close(self) -> None:
+        """Stop the log streams, then persist the last cursor (a clean exit replays nothing)."""
+        if self.relay is not None:
+            await self.relay.close()
+        if self.writer is not None:
+            await self.writer.flush()
+            await self.writer.close()
+
+
+async def wait(spec: WaitSpec, logs: LogState, log: Any) -> WorkloadEvent:
+    """Wait for ``spec``'s workload until one event decides it."""
     await load_clients()
-    kube = await get_kube(t.kubernetes_conn_id)
+    kube = await get_kube(spec.kubernetes_conn_id)
     registry = get_registry()
     wake = asyncio.Event()
-    key = WatchKey(t.kubernetes_conn_id, t.resource, t.namespace)
+    key = WatchKey(spec.kubernetes_conn_id, spec.resource, spec.target.namespace)
     async with contextlib.AsyncExitStack() as stack:
         workload = await stack.enter_async_context(
-            registry.subscribe(key, t.name, wake, kube=kube, poll_interval=t.poll_interval)
+            registry.subscribe(key, spec.target.name, wake, kube=kube, poll_interval=spec.poll_interval)
         )
-        stack.push_async_callback(t._close_relay)
-        waiter = Waiter(t, kube, workload, wake, stack, api_unreachable_timeout(), Timings.configured())
+        stack.push_async_callback(logs.close)
+        waiter = Waiter(
+            spec, logs, log, kube, workload, wake, stack, api_unreachable_timeout(), Timings.configured()
+        )
         while True:
             wake.clear()
             event = await waiter.evaluate()
@@ -115,11 +149,13 @@ DEFAULT_TIMINGS = Timings()
 
 
 class Waiter:
-    """The state of one wait: the subscriptions, the phase clock, the log relay; decides the outcome."""
+    """The state of one wait: the subscriptions, the phase clock, the log relay; reports the decision."""
 
     def __init__(
         self,
-        trigger: WorkloadTrigger,
+        spec: WaitSpec,
+        logs: LogState,
+        log: Any,
         kube: AsyncKube,
         workload: Subscription,
         wake: asyncio.Event,
@@ -127,14 +163,17 @@ class Waiter:
         unreachable_timeout: float = API_UNREACHABLE_TIMEOUT,
         timings: Timings = DEFAULT_TIMINGS,
     ) -> None:
-        self.t = trigger
+        self.spec = spec
+        self.target = spec.target
+        self.logs = logs
+        self.log = log
         self.kube = kube
         self.workload = workload
         self.wake = wake
         self.stack = stack
         self.pods_sub: Subscription | None = None
-        self.deadlines = Deadlines.from_payload(trigger.deadlines)
         self.clock = PhaseClock()
+        self.next_look_at: float | None = None
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
         self.warned_pods = False
@@ -166,16 +205,8 @@ class Waiter:
         pods_listing = self.pods_sub is not None and not self.pods_sub.synced and self.pods_sub.error is None
         if not self.workload.synced or pods_listing:
             return 1.0
-        if self.clock.phase is None or self.deadlines.is_empty():
-            return self.timings.heartbeat
-        expires = next_expiry_at(
-            self.deadlines,
-            task_started_at=self.t.task_started_at,
-            phase=self.clock.phase,
-            phase_since=self.clock.since,
-            running_since=self.clock.running_since,
-        )
         heartbeat = self.timings.heartbeat
+        expires = self.next_look_at
         return heartbeat if expires is None else min(max(expires - now, 0.0) + 0.001, heartbeat)
 
     def _unreachable(self) -> WorkloadEvent | None:
@@ -185,162 +216,158 @@ class Waiter:
             return None
         from datetime import timedelta
 
-        from airflow_k8s_ml.triggers.deadlines import format_limit
-
         elapsed, sub = down
         budget = format_limit(timedelta(seconds=self.unreachable_timeout))
         message = (
             f"API server {sub.endpoint} unreachable for {format_limit(timedelta(seconds=round(elapsed)))} "
-            f"(api_unreachable_timeout {budget}) while waiting for {self.t._what()}; last error: "
-            f"{sub.last_error}. The {self.t.kind} may still be running: a retry adopts it if so."
+            f"(api_unreachable_timeout {budget}) while waiting for {self.target.what}; last error: "
+            f"{sub.last_error}. The {self.target.kind} may still be running: a retry adopts it if so."
         )
-        self.t.log.error("%s", message)
-        return self.t._event("error", WorkloadState("pending"), message)
+        self.log.error("%s", message)
+        return WorkloadEvent.error(
+            self.target, message, uid=self.logs.seen_uid, log_cursor=self.logs.cursor()
+        )
 
     async def evaluate(self) -> WorkloadEvent | None:
+        """Gather one observation, decide, act: an event when the wait is over, else None."""
         unreachable = self._unreachable()
         if unreachable is not None:
             return unreachable
         if self.workload.error is not None:
-            message = f"cannot watch {self.t.resource.plural} in {self.t.namespace}: {self.workload.error}"
-            return self.t._event("error", WorkloadState("pending"), message)
+            message = (
+                f"cannot watch {self.spec.resource.plural} in {self.target.namespace}: {self.workload.error}"
+            )
+            return WorkloadEvent.error(
+                self.target, message, uid=self.logs.seen_uid, log_cursor=self.logs.cursor()
+            )
         if not self.workload.synced:
             return None
         obj = await self._workload()
+        observed = await self._observe(obj)
+        decision = decide(
+            self.target, observed, now=time.time(), deadlines=self.spec.deadlines, clock=self.clock
+        )
+        self.clock, self.next_look_at = decision.clock, decision.next_look_at
+        if not decision.done:
+            return None
+        return await self._report(decision, obj, list(observed.pods or ()))
+
+    async def _observe(self, obj: Mapping[str, Any] | None) -> Observation:
+        """The workload, its pods (None while their watch lists), or its tombstone if it is gone."""
         if obj is None:
-            return self._vanished()
-        if self.t.uid and _uid(obj) != self.t.uid:
-            message = f"{self.t._what()} was replaced (uid {_uid(obj)}, waited for {self.t.uid})"
-            return self.t._event("error", classify(obj, self.t.kind), message)
-        self.t._seen_uid = _uid(obj)
-        state = classify(obj, self.t.kind)
-        if self.t.kind == "Deployment":  # rollout progress: one line per change of the replica counts
+            return Observation(None, tombstone=self.workload.tombstones.get(self.target.name))
+        if self.target.uid and uid_of(obj) != self.target.uid:
+            return Observation(obj)  # replaced: decided without pods (not ours)
+        self.logs.seen_uid = uid_of(obj)
+        if self.target.kind == "Deployment":  # rollout progress: one line per change of the replica counts
             self.rollout, line = progress_line(obj, self.rollout)
             if line is not None:
-                self.t.log.info("%s", line)
+                self.log.info("%s", line)
         pods = await self._pods(obj)
-        if pods is None:
-            return None
-        if self.t._relay is not None:
-            self.t._relay.update(pods)
-        if state.terminal:
-            return await self._finished(obj, state, pods)
-        return await self._check_deadlines(obj, state, pods)
+        if pods is not None and self.logs.relay is not None:
+            self.logs.relay.update(pods)
+        return Observation(obj, pods)
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch
         may lag a just-created object: a GET decides (again at most every :data:`REFETCH` seconds)."""
-        obj = self.workload.get(self.t.name)
-        if obj is not None or self.t.name in self.workload.tombstones:
+        name = self.target.name
+        obj = self.workload.get(name)
+        if obj is not None or name in self.workload.tombstones:
             return obj
         now = time.monotonic()
         if self.fetched_at is None or now - self.fetched_at >= self.timings.refetch:
             self.fetched_at = now
-            self.fetched = await self.kube.get(self.t.api_version, self.t.kind, self.t.name, self.t.namespace)
+            res = self.spec.resource
+            self.fetched = await self.kube.get(res.api_version, res.kind, name, self.target.namespace)
         return self.fetched
-
-    def _vanished(self) -> WorkloadEvent:
-        """Gone: report its last state if that was terminal (deleted right after finishing, e.g. TTL 0)."""
-        last = self.workload.tombstones.get(self.t.name)
-        if last is not None and (not self.t.uid or _uid(last) == self.t.uid):
-            state = classify(last, self.t.kind)
-            if state.terminal:
-                outcome = "succeeded" if state.succeeded else "failed"
-                return self.t._event(outcome, state, f"{self.t._what()} {state.summary()} (then deleted)")
-        return self.t._event("error", WorkloadState("pending"), f"{self.t._what()} was deleted while waiting")
 
     async def _pods(self, obj: Mapping[str, Any]) -> list[dict[str, Any]] | None:
         """The workload's current pods from the shared pod watch; None until that watch has listed."""
-        label = pod_label_key(self.t.kind, obj)
+        label = pod_label_key(self.target.kind, obj)
         if label is None:
             return []
         if self.pods_sub is None:
-            key = WatchKey(self.t.kubernetes_conn_id, resource_for("v1", "Pod"), self.t.namespace, label)
-            self.pods_sub = await self.stack.enter_async_context(
-                get_registry().subscribe(key, self.t.name, self.wake, kube=self.kube)
+            key = WatchKey(
+                self.spec.kubernetes_conn_id, resource_for("v1", "Pod"), self.target.namespace, label
             )
-            if self.t.stream_logs:
-                self.t._relay = self._new_relay(obj)
+            self.pods_sub = await self.stack.enter_async_context(
+                get_registry().subscribe(key, self.target.name, self.wake, kube=self.kube)
+            )
+            if self.spec.stream_logs:
+                self._start_relay(obj)
         if self.pods_sub.error is not None:
             if not self.warned_pods:  # e.g. no RBAC to list pods: wait on the workload alone
                 self.warned_pods = True
-                self.t.log.warning("cannot watch pods of %s: %s", self.t._what(), self.pods_sub.error)
+                self.log.warning("cannot watch pods of %s: %s", self.target.what, self.pods_sub.error)
             return []
         if not self.pods_sub.synced:
             return None
-        uid = _uid(obj)
+        uid = uid_of(obj)
         return [pod for pod in self.pods_sub.objects().values() if owned_by(pod, uid)]
 
-    def _new_relay(self, obj: Mapping[str, Any]) -> LogRelay:
+    def _start_relay(self, obj: Mapping[str, Any]) -> None:
         """The log relay, resuming after the furthest of the kwargs' cursor and the one a previous trigger
         of this try persisted on the workload (read from the watch cache: no request)."""
-        t = self.t
-        persisted = read_cursor(obj, t.try_number)
+        spec = self.spec
+        persisted = read_cursor(obj, spec.try_number)
         if persisted:
-            t.log.info("resuming the log relay after the last line relayed for try %s", t.try_number)
+            self.log.info("resuming the log relay after the last line relayed for try %s", spec.try_number)
         relay = LogRelay(
-            self.kube, t.namespace, t.log, cursor=merge_cursors(t.log_cursor, persisted),
+            self.kube,
+            self.target.namespace,
+            self.log,
+            cursor=merge_cursors(spec.log_cursor, persisted),
             max_line=self.timings.max_line,
         )
-        if t.try_number is not None:
+        self.logs.relay = relay
+        if spec.try_number is not None:
             writer = CursorWriter(
-                self.kube, t.resource, t.namespace, t.name, t.try_number, lambda: relay.cursor, t.log
+                self.kube,
+                spec.resource,
+                self.target.namespace,
+                self.target.name,
+                spec.try_number,
+                lambda: relay.cursor,
+                self.log,
             )
             relay.on_relayed = writer.mark
-            t._cursor_writer = writer
-        return relay
+            self.logs.writer = writer
 
-    async def _finished(
-        self, obj: Mapping[str, Any], state: WorkloadState, pods: list[dict[str, Any]]
+    async def _report(
+        self, decision: Decision, obj: Mapping[str, Any] | None, pods: list[Mapping[str, Any]]
     ) -> WorkloadEvent:
-        relay = self.t._relay
-        if relay is not None:
-            await relay.drain(self.timings.log_drain)
-        if self.t._cursor_writer is not None:  # before the event: a crash after it replays nothing
-            await self.t._cursor_writer.flush()
-        if state.succeeded:
-            return self.t._event("succeeded", state, f"{self.t._what()} {state.summary()}")
+        """Act on a final decision: drain the relay, read the failed (on a deadline: every) pod, report."""
+        if decision.verdict in ("succeeded", "failed"):
+            if self.logs.relay is not None:
+                await self.logs.relay.drain(self.timings.log_drain)
+            if self.logs.writer is not None:  # before the event: a crash after it replays nothing
+                await self.logs.writer.flush()
+        if decision.verdict == "deadline":
+            self.log.warning("%s: %s", self.target.what, decision.message)
+        if obj is None or decision.vanished or decision.verdict not in ("failed", "deadline"):
+            return WorkloadEvent.decided(decision, self.target, log_cursor=self.logs.cursor())
         reports, warnings = await self._diagnose(obj, pods)
-        message = failure_message(self.t.kind, self.t.namespace, self.t.name, state, reports)
-        return self.t._event("failed", state, message, pods=reports, warnings=warnings)
-
-    async def _check_deadlines(
-        self, obj: Mapping[str, Any], state: WorkloadState, pods: list[dict[str, Any]]
-    ) -> WorkloadEvent | None:
-        now = time.time()
-        phase = deadline_phase(state, pods)
-        hint_since, hint_running = phase_hints(phase, obj, pods)
-        self.clock.observe(phase, now, hint_since=hint_since, hint_running=hint_running)
-        times: dict[str, Any] = {
-            "now": now,
-            "task_started_at": self.t.task_started_at,
-            "phase": phase,
-            "phase_since": self.clock.since,
-            "running_since": self.clock.running_since,
-        }
-        expiry = check_deadlines(self.deadlines, **times)
-        if expiry is not None:  # only now say why (the reason reads every pod)
-            expiry = check_deadlines(self.deadlines, **times, reason=phase_reason(phase, state, pods))
-        if expiry is None:
-            return None
-        return await self._expired(obj, state, pods, expiry)
-
-    async def _expired(
-        self, obj: Mapping[str, Any], state: WorkloadState, pods: list[dict[str, Any]], expiry: Expiry
-    ) -> WorkloadEvent:
-        self.t.log.warning("%s: %s", self.t._what(), expiry.message)
-        reports, warnings = await self._diagnose(obj, pods)
-        return self.t._event(
-            "deadline", state, expiry.message, deadline_phase=expiry.phase, pods=reports, warnings=warnings
+        message = decision.message
+        if decision.verdict == "failed":
+            t = self.target
+            message = failure_message(t.kind, t.namespace, t.name, decision.state, reports)
+        return WorkloadEvent.decided(
+            decision,
+            self.target,
+            message=message,
+            pods=reports,
+            warnings=warnings,
+            log_cursor=self.logs.cursor(),
         )
 
     async def _diagnose(
-        self, obj: Mapping[str, Any], pods: list[dict[str, Any]]
+        self, obj: Mapping[str, Any], pods: list[Mapping[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[str]]:
         """Failed pods (incl. deleted ones) with their last lines, and Warning events. Never raises."""
         gone = list(self.pods_sub.tombstones.values()) if self.pods_sub is not None else []
-        seen = {_uid(p) for p in pods}
-        candidates = pods + [p for p in gone if _uid(p) not in seen and owned_by(p, _uid(obj))]
+        seen = {uid_of(p) for p in pods}
+        candidates = pods + [p for p in gone if uid_of(p) not in seen and owned_by(p, uid_of(obj))]
         reports = []
         for pod in failed_pods(candidates)[:MAX_PODS]:
             lines, relayed = await self._last_lines(pod)
@@ -352,12 +379,12 @@ class Waiter:
         try:
             warnings = await self.kube.warning_events(obj, candidates, limit=10)
         except Exception as exc:
-            self.t.log.warning("could not read Warning events of %s: %s", self.t._what(), exc)
+            self.log.warning("could not read Warning events of %s: %s", self.target.what, exc)
         return reports, warnings
 
     async def _last_lines(self, pod: Mapping[str, Any]) -> tuple[list[str], bool]:
         """The pod's last lines, and whether they were relayed into the task log (from the relay's tail)."""
-        relay = self.t._relay
+        relay = self.logs.relay
         keys = stream_keys(pod)
         if relay is not None:
             lines = [line for _, key in keys for line in relay.last_lines(key)]
@@ -367,7 +394,7 @@ class Waiter:
             return [], False
         name = str((pod.get("metadata") or {}).get("name"))
         try:
-            text = await self.kube.log_tail(name, self.t.namespace, keys[0][0], 20)
+            text = await self.kube.log_tail(name, self.target.namespace, keys[0][0], 20)
         except Exception as exc:
             return [f"(no logs: {exc})"], False
         return text.splitlines()[-20:], False

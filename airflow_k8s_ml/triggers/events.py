@@ -10,9 +10,12 @@ from __future__ import annotations
 import copy
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.status import WorkloadState
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.status.wait import Decision, Target
 
 __all__ = ["OUTCOMES", "WorkloadEvent"]
 
@@ -26,7 +29,9 @@ OUTCOMES = ("succeeded", "failed", "deadline", "error")
 class WorkloadEvent:
     """Everything the operator needs to finish: identity, final state, a message to fail with.
 
-    ``pods``: failed or stuck pods (``replica``, ``pod``, ``problem``, ``exit_code``, ``finished_at``,
+    ``expired_deadline``: on a ``deadline`` outcome, the budget that ran out, by its argument name
+    (``admission_timeout``, ``startup_timeout``, ``run_timeout`` or ``deadline``). ``pods``: failed or stuck
+    pods (``replica``, ``pod``, ``problem``, ``exit_code``, ``finished_at``,
     ``last_lines`` - at most ~20 lines each, first failure first); ``warnings``: Warning events of the
     workload and its pods; ``log_cursor``: per replica, the last log line relayed (``{"ts": ..., "n": ...}``)
     so whoever reads the logs next starts after it.
@@ -39,7 +44,7 @@ class WorkloadEvent:
     uid: str
     state: dict[str, Any]
     message: str
-    deadline_phase: str | None = None
+    expired_deadline: str | None = None
     log_cursor: dict[str, Any] | None = None
     pods: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
@@ -47,6 +52,55 @@ class WorkloadEvent:
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
             raise ValueError(f"outcome must be one of {', '.join(OUTCOMES)}, got {self.outcome!r}")
+
+    @classmethod
+    def decided(
+        cls,
+        decision: Decision,
+        target: Target,
+        *,
+        message: str | None = None,
+        pods: list[dict[str, Any]] | None = None,
+        warnings: list[str] | None = None,
+        log_cursor: dict[str, Any] | None = None,
+    ) -> WorkloadEvent:
+        """The event for a finished :func:`~airflow_k8s_ml.status.decide` (the trigger and the sync wait
+        both report through here); ``message`` replaces the decision's once the failed pods are read."""
+        return cls(
+            outcome=decision.verdict,
+            kind=target.kind,
+            name=target.name,
+            namespace=target.namespace,
+            uid=decision.uid or target.uid,
+            state=decision.state.to_payload(),
+            message=decision.message if message is None else message,
+            expired_deadline=decision.expired,
+            log_cursor=log_cursor or None,
+            pods=pods or [],
+            warnings=warnings or [],
+        )
+
+    @classmethod
+    def error(
+        cls,
+        target: Target,
+        message: str,
+        *,
+        uid: str = "",
+        state: WorkloadState | None = None,
+        log_cursor: dict[str, Any] | None = None,
+    ) -> WorkloadEvent:
+        """The ``error`` event of a wait that could not go on (not a decision about the workload)."""
+        return cls(
+            outcome="error",
+            kind=target.kind,
+            name=target.name,
+            namespace=target.namespace,
+            uid=uid or target.uid,
+            state=(state or WorkloadState("pending")).to_payload(),
+            message=message,
+            log_cursor=log_cursor or None,
+        )
 
     @property
     def workload_state(self) -> WorkloadState:
@@ -61,7 +115,7 @@ class WorkloadEvent:
             "uid": self.uid,
             "state": copy.deepcopy(self.state),
             "message": self.message,
-            "deadline_phase": self.deadline_phase,
+            "expired_deadline": self.expired_deadline,
             "log_cursor": copy.deepcopy(self.log_cursor),
             "pods": copy.deepcopy(self.pods),
             "warnings": list(self.warnings),
@@ -77,7 +131,8 @@ class WorkloadEvent:
             uid=str(payload.get("uid") or ""),
             state=copy.deepcopy(dict(payload.get("state") or {"phase": "pending"})),
             message=str(payload.get("message") or ""),
-            deadline_phase=payload.get("deadline_phase"),
+            # ``deadline_phase``: the key of the previous version's events
+            expired_deadline=payload.get("expired_deadline") or payload.get("deadline_phase"),
             log_cursor=copy.deepcopy(payload.get("log_cursor")),
             pods=copy.deepcopy(list(payload.get("pods") or [])),
             warnings=[str(w) for w in payload.get("warnings") or []],

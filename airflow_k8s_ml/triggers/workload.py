@@ -4,9 +4,10 @@ How it waits (the cncf ``KubernetesJobTrigger`` polls every 10 s over a new TLS 
 
 - the workload and its pods come from two *shared* watches of the triggerer process (:mod:`.kube.watch`):
   one on the workload's resource in its namespace, one on pods carrying the workload-name label; a change
-  wakes this trigger, which re-reads the latest objects and classifies them with ``status.classify``;
-- phased deadlines are checked on every change and on a timer set to the next expiry, so an expiry is
-  noticed within milliseconds (:mod:`.deadlines`);
+  wakes this trigger, which re-reads the latest objects (or the tombstone of a deleted one) and hands them
+  to the one wait decision, :func:`airflow_k8s_ml.status.decide` - the same the worker's sync wait uses;
+- phased deadlines (:class:`~airflow_k8s_ml.deadlines.Deadlines`, parsed once by the operator) are checked on
+  every change and on a timer set to the next expiry, so an expiry is noticed within milliseconds;
 - while pods run, their logs are relayed into the trigger's log, prefixed by replica (:mod:`.logs`), and
   the relay's cursor is persisted on the workload (:mod:`.log_cursor`), so a trigger restarted after a
   triggerer crash resumes after the last relayed line instead of replaying or skipping lines;
@@ -31,14 +32,12 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.kube.resources import Resource, resource_for
-from airflow_k8s_ml.triggers.deadlines import Deadlines
+from airflow_k8s_ml.status.wait import Target
 
 if TYPE_CHECKING:
-    from airflow_k8s_ml.status import WorkloadState
-    from airflow_k8s_ml.triggers.events import WorkloadEvent
-    from airflow_k8s_ml.triggers.log_cursor import CursorWriter
-    from airflow_k8s_ml.triggers.logs import LogRelay
+    from airflow_k8s_ml.triggers._waiter import LogState, WaitSpec
 
 __all__ = ["WorkloadTrigger"]
 
@@ -66,7 +65,9 @@ class WorkloadTrigger(BaseTrigger):
     :param kind: Job | PyTorchJob | Deployment (rollout) | CronJob (deadlines only); ``api_version``
         defaults per kind (batch/v1, kubeflow.org/v1, apps/v1).
     :param uid: the instance waited for; "" accepts whatever object has the name (sensors).
-    :param deadlines: :meth:`Deadlines.to_payload` of the budgets.
+    :param deadlines: the budgets: the operator's :class:`~airflow_k8s_ml.deadlines.Deadlines` as parsed
+        from its arguments, or its :meth:`~airflow_k8s_ml.deadlines.Deadlines.to_payload` (the kwargs the
+        triggerer stores).
     :param task_started_at: epoch seconds the task started (the overall budget counts from it).
     :param log_cursor: per replica, the last line already relayed (a resumed relay starts after it).
     :param try_number: the Airflow try waiting; set, the relay's cursor is persisted on the workload for this
@@ -84,7 +85,7 @@ class WorkloadTrigger(BaseTrigger):
         namespace: str,
         uid: str,
         kubernetes_conn_id: str = "kubernetes_default",
-        deadlines: dict[str, Any] | None = None,
+        deadlines: Deadlines | dict[str, Any] | None = None,
         task_started_at: float,
         stream_logs: bool = True,
         log_cursor: dict[str, Any] | None = None,
@@ -99,7 +100,7 @@ class WorkloadTrigger(BaseTrigger):
         self.namespace = namespace
         self.uid = uid
         self.kubernetes_conn_id = kubernetes_conn_id
-        self.deadlines = Deadlines.from_payload(deadlines).to_payload() if deadlines else None
+        self.deadlines = deadlines if isinstance(deadlines, Deadlines) else Deadlines.from_payload(deadlines)
         self.task_started_at = float(task_started_at)
         self.stream_logs = stream_logs
         self.log_cursor = log_cursor
@@ -108,9 +109,7 @@ class WorkloadTrigger(BaseTrigger):
         self.api_version = api_version
         self.try_number = int(try_number) if try_number is not None else None
         self.resource: Resource = resource_for(api_version, kind)
-        self._seen_uid = uid
-        self._relay: LogRelay | None = None
-        self._cursor_writer: CursorWriter | None = None
+        self._logs: LogState | None = None  # the wait's relay and seen uid, shared with the exits
 
     def serialize(self) -> tuple[str, dict[str, Any]]:
         return (
@@ -121,7 +120,7 @@ class WorkloadTrigger(BaseTrigger):
                 "namespace": self.namespace,
                 "uid": self.uid,
                 "kubernetes_conn_id": self.kubernetes_conn_id,
-                "deadlines": self.deadlines,
+                "deadlines": self.deadlines.to_payload(),
                 "task_started_at": self.task_started_at,
                 "stream_logs": self.stream_logs,
                 "log_cursor": self.log_cursor,
@@ -133,55 +132,37 @@ class WorkloadTrigger(BaseTrigger):
         )
 
     # -- run --------------------------------------------------------------------------------------------
+    def _target(self) -> Target:
+        return Target(self.kind, self.name, self.namespace, self.uid, self.task_started_at)
+
+    def _spec(self, waiting: Any) -> WaitSpec:
+        """What the wait needs, handed in explicitly (the wait never reads this trigger's state)."""
+        spec: WaitSpec = waiting.WaitSpec(
+            target=self._target(),
+            resource=self.resource,
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            deadlines=self.deadlines,
+            stream_logs=self.stream_logs,
+            log_cursor=self.log_cursor,
+            try_number=self.try_number,
+            poll_interval=self.poll_interval,
+        )
+        return spec
+
     async def run(self) -> AsyncIterator[TriggerEvent]:
         try:
             waiting = await _wait_module()
-            event = await waiting.wait(self)
+            self._logs = waiting.LogState(seen_uid=self.uid, initial_cursor=self.log_cursor)
+            event = await waiting.wait(self._spec(waiting), self._logs, self.log)
         except Exception as exc:  # the wait broke (not the workload): say so instead of a bare traceback
-            from airflow_k8s_ml.status import WorkloadState
+            from airflow_k8s_ml.triggers.events import WorkloadEvent
 
             self.log.exception("waiting for %s %s/%s failed", self.kind, self.namespace, self.name)
-            message = f"waiting for {self._what()} failed: {exc}"
-            event = self._event("error", WorkloadState("pending"), message)
+            message = f"waiting for {self.kind} {self.namespace}/{self.name} failed: {exc}"
+            logs = self._logs
+            uid, cursor = (logs.seen_uid, logs.cursor()) if logs is not None else (self.uid, self.log_cursor)
+            event = WorkloadEvent.error(self._target(), message, uid=uid, log_cursor=cursor)
         yield TriggerEvent(event.to_payload())
-
-    def _what(self) -> str:
-        return f"{self.kind} {self.namespace}/{self.name}"
-
-    def _event(
-        self,
-        outcome: str,
-        state: WorkloadState,
-        message: str,
-        *,
-        deadline_phase: str | None = None,
-        pods: list[dict[str, Any]] | None = None,
-        warnings: list[str] | None = None,
-    ) -> WorkloadEvent:
-        from airflow_k8s_ml.triggers.events import WorkloadEvent
-
-        cursor = dict(self._relay.cursor) if self._relay is not None else self.log_cursor
-        return WorkloadEvent(
-            outcome=outcome,
-            kind=self.kind,
-            name=self.name,
-            namespace=self.namespace,
-            uid=self._seen_uid,
-            state=state.to_payload(),
-            message=message,
-            deadline_phase=deadline_phase,
-            log_cursor=cursor or None,
-            pods=pods or [],
-            warnings=warnings or [],
-        )
-
-    async def _close_relay(self) -> None:
-        """Stop the log streams, then persist the last cursor (a clean exit replays nothing)."""
-        if self._relay is not None:
-            await self._relay.close()
-        if self._cursor_writer is not None:
-            await self._cursor_writer.flush()
-            await self._cursor_writer.close()
 
     # -- exits ------------------------------------------------------------------------------------------
     async def on_kill(self) -> None:
@@ -191,14 +172,14 @@ class WorkloadTrigger(BaseTrigger):
         from airflow_k8s_ml.kube.async_client import get_kube
 
         kube = await get_kube(self.kubernetes_conn_id)
-        what = (self.api_version, self.kind, self.name, self.namespace)
-        deletion = kube.delete(*what, propagation="Foreground", uid=self._seen_uid)
+        seen_uid = self._logs.seen_uid if self._logs is not None else self.uid
+        what = (self.resource.api_version, self.kind, self.name, self.namespace)
+        deletion = kube.delete(*what, propagation="Foreground", uid=seen_uid)
         deleted = await asyncio.wait_for(deletion, KILL_TIMEOUT)
         if deleted:
-            self.log.info("on_kill: deleting %s (Foreground)", self._what())
+            self.log.info("on_kill: deleting %s %s/%s (Foreground)", self.kind, self.namespace, self.name)
 
     async def cleanup(self) -> None:
         """Every exit, including a triggerer restart: release local resources, never the workload."""
-        await self._close_relay()
-
-
+        if self._logs is not None:
+            await self._logs.close()

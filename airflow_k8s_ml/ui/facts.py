@@ -6,7 +6,7 @@ Everything the Training tab says comes from rows Airflow already keeps; nothing 
 * ``task_state_store`` - the workload record the training operators write before deferring
   (:data:`~airflow_k8s_ml.operators._adopt.STATE_KEY`: kind, name, namespace, uid, attempt, submission time,
   resume point, and the result once succeeded) and the outcome of a failed attempt
-  (:data:`~airflow_k8s_ml.operators._outcome.OUTCOME_KEY`);
+  (:data:`~airflow_k8s_ml.operators.outcome.OUTCOME_KEY`);
 * ``xcom`` ``return_value`` - the operator's result (a succeeded workload's final state);
 * ``rendered_task_instance_fields`` - the rendered ``checkpoint_uri`` and ``aws_conn_id`` (so the tab reads
   the checkpoints through the same connection the task uses);
@@ -24,7 +24,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.operators._adopt import STATE_KEY
-from airflow_k8s_ml.operators._outcome import OUTCOME_KEY
+from airflow_k8s_ml.operators.outcome import OUTCOME_KEY
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

@@ -36,8 +36,8 @@ def read_live(kubernetes_conn_id: str, api_version: str, kind: str, name: str, n
     from airflow_k8s_ml.kube.retry import RetryPolicy
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.status import classify, deadline_phase
+    from airflow_k8s_ml.status.clock import phase_hints
     from airflow_k8s_ml.status.pod import owned_by
-    from airflow_k8s_ml.triggers.deadlines import phase_hints
 
     client = KubeClient(
         kubernetes_conn_id, namespace, retry=RetryPolicy(backoffs=()), request_timeout=READ_TIMEOUT

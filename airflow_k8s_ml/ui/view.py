@@ -9,7 +9,7 @@ all say the same thing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_k8s_ml.ui.facts import TaskFacts
@@ -23,7 +23,6 @@ TRAINING_OPERATORS = frozenset({"FineTuneJobOperator", "PyTorchJobOperator", "Tr
 #: Metrics that count progress rather than measure the model: the x axis, not a curve.
 COUNTERS = frozenset({"epoch", "global_step", "step"})
 _RUNNING_STATES = frozenset({"running", "deferred", "queued", "scheduled", "up_for_retry", "restarting"})
-_PHASE_BUDGET = {"admission": "admission", "startup": "startup", "running": "run"}
 
 
 @dataclass(frozen=True)
@@ -218,7 +217,7 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
     trigger = facts.trigger
     if not trigger:
         return ()
-    from airflow_k8s_ml.triggers.deadlines import Deadlines
+    from airflow_k8s_ml.deadlines import PHASE_BUDGETS, Deadlines
 
     try:
         deadlines = Deadlines.from_payload(trigger.get("deadlines") or {})
@@ -226,7 +225,7 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
         return ()
     started = float(trigger.get("task_started_at") or 0.0)
     out: list[Deadline] = []
-    for phase, name in _PHASE_BUDGET.items():
+    for phase, name in PHASE_BUDGETS.items():
         budget = getattr(deadlines, name)
         if budget is None:
             continue
@@ -243,11 +242,11 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
                 else (f"not in {phase} now")
             )
             out.append(Deadline(name, seconds, None, note))
-    overall = deadlines.overall_deadline(started) if started else None
-    if overall is not None:
-        at, limit = overall
-        budget_seconds = limit.total_seconds() if hasattr(limit, "total_seconds") else at - started
-        out.append(Deadline("overall", budget_seconds, at - now, f"until {_iso(at)}"))
+    at = deadlines.deadline_at(started) if started else None
+    if at is not None:
+        limit = deadlines.deadline
+        budget_seconds = limit.total_seconds() if isinstance(limit, timedelta) else at - started
+        out.append(Deadline("deadline", budget_seconds, at - now, f"until {_iso(at)}"))
     return tuple(out)
 
 
@@ -272,10 +271,8 @@ def _stopped(
         text += "; " + ", ".join(f"step {p.step} never completed ({p.problem})" for p in ignored)
     if outcome:
         reason = outcome.get("reason") or outcome.get("outcome")
-        phase = outcome.get("deadline_phase")
-        ending = (
-            f"the {phase} deadline expired" if phase else f"the workload {outcome.get('phase')}: {reason}"
-        )
+        expired = outcome.get("expired_deadline") or outcome.get("deadline_phase")  # or a former record
+        ending = f"{expired} expired" if expired else f"the workload {outcome.get('phase')}: {reason}"
         message = outcome.get("message")
         text += f"; {ending}" + (f" ({message})" if message else "")
     if facts.end_date is not None:

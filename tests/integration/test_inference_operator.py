@@ -214,6 +214,6 @@ def test_first_deploy_that_never_becomes_ready_is_left_in_place_and_fails_clearl
     with pytest.raises(DeadlineExceeded) as failed:
         run_task(op, context("deploy"))
     message = str(failed.value)
-    assert message.startswith("rollout of revision 1 did not finish: overall deadline 4s exceeded")
+    assert message.startswith("rollout of revision 1 did not finish: deadline 4s exceeded")
     assert f"nothing to roll back to: this was the first revision of deployment {namespace}/digits" in message
     assert deployment(api_client, namespace).metadata.name == "digits"

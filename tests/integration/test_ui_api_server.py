@@ -310,8 +310,9 @@ def test_in_progress_run_ignores_the_half_written_checkpoint(server: Server) -> 
     assert data["state_source"] == "live (Kubernetes)" and data["live_phase"] == "running"
     assert data["workload_state"]["phase"] == "running"
     left = {d["name"]: (d["budget_seconds"], d["left_seconds"]) for d in data["deadlines"]}
-    assert set(left) == {"run", "overall"} and left["run"][0] == 3600 and left["overall"][0] == 7200
-    assert 3000 < left["run"][1] <= 3600 and 6600 < left["overall"][1] <= 7200
+    assert set(left) == {"run_timeout", "deadline"}
+    assert left["run_timeout"][0] == 3600 and left["deadline"][0] == 7200
+    assert 3000 < left["run_timeout"][1] <= 3600 and 6600 < left["deadline"][1] <= 7200
     page = server.tab("train_running", "/airflow-k8s-ml/training")
     assert '<meta http-equiv="refresh"' in page and page.count('class="point"') == 3 * 3
 

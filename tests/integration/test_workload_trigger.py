@@ -10,28 +10,17 @@ import asyncio
 import re
 import time
 from collections import Counter
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
-from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import in_thread, job, run_trigger, trigger_for
 
 GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
-
-
-@pytest.fixture()
-def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
-    client = KubeClient(namespace=namespace)
-    yield client
-    client.close()
 
 
 def relayed(output: str, pattern: str) -> Counter[tuple[str, ...]]:
@@ -86,10 +75,10 @@ async def test_admission_deadline_for_a_gpu_request_on_a_cluster_without_gpus(
     gpu = {"resources": {"limits": {"nvidia.com/gpu": "1"}}}
     obj = await in_thread(client.create, job("gpu", "print('never')", container=gpu))
     started = time.monotonic()
-    event = await run_trigger(trigger_for(obj, deadlines={"admission": 1.5}))
+    event = await run_trigger(trigger_for(obj, deadlines={"admission_timeout": 1.5}))
     elapsed = time.monotonic() - started
-    assert event.outcome == "deadline" and event.deadline_phase == "admission"
-    assert event.message == f"admission deadline 1.5s exceeded: {GPU_MESSAGE}"
+    assert event.outcome == "deadline" and event.expired_deadline == "admission_timeout"
+    assert event.message == f"admission_timeout 1.5s exceeded: {GPU_MESSAGE}"
     assert 1.5 <= elapsed <= 4.0
     assert event.pods and GPU_MESSAGE in event.pods[0]["problem"]
     assert any("FailedScheduling" in w for w in event.warnings)
@@ -101,10 +90,10 @@ async def test_run_deadline_fires_within_a_second_of_expiry(
     obj = await in_thread(
         client.create, job("long", "import time; print('training', flush=True); time.sleep(60)")
     )
-    event = await run_trigger(trigger_for(obj, deadlines={"run": 1.0}))
+    event = await run_trigger(trigger_for(obj, deadlines={"run_timeout": 1.0}))
     detected = time.time()
-    assert event.outcome == "deadline" and event.deadline_phase == "run", event.message
-    assert event.message.startswith("run deadline 1s exceeded: running (Running)")
+    assert event.outcome == "deadline" and event.expired_deadline == "run_timeout", event.message
+    assert event.message.startswith("run_timeout 1s exceeded: running (Running)")
     pods = await in_thread(client.pods_of, "Job", "long")
     started = min(
         time.mktime(time.strptime(c["state"]["running"]["startedAt"], "%Y-%m-%dT%H:%M:%SZ")) - time.timezone
@@ -215,7 +204,7 @@ async def test_deployment_waits_for_the_rollout(client: KubeClient, registry: Wa
             )
 
     roller = asyncio.create_task(roll_out())
-    event = await run_trigger(trigger_for(obj, deadlines={"overall": 20}))
+    event = await run_trigger(trigger_for(obj, deadlines={"deadline": 20}))
     await roller
     assert event.outcome == "succeeded", event.message
     assert event.state["reason"] == "RolledOut" and "successfully rolled out" in event.message

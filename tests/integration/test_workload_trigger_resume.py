@@ -26,7 +26,6 @@ import subprocess
 import sys
 import time
 from collections import Counter
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -43,14 +42,6 @@ from tests.cluster_fixtures import use_cluster
 from .workload_helpers import in_thread, job, metric, run_trigger, trigger_for
 
 COUNT_TO_30 = "import time\nfor i in range(30):\n    print(f'line {i}', flush=True); time.sleep(0.05)"
-
-
-@pytest.fixture()
-def client(cluster: ClusterThread, namespace: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[KubeClient]:
-    use_cluster(monkeypatch, cluster.kubeconfig_path, namespace="default")
-    client = KubeClient(namespace=namespace)
-    yield client
-    client.close()
 
 
 def numbers(output: str) -> Counter[int]:
@@ -130,7 +121,8 @@ async def test_a_silent_workload_writes_no_cursor(client: KubeClient, registry: 
     trigger = trigger_for(obj, try_number=1)
     event = await run_trigger(trigger)
     assert event.outcome == "succeeded", event.message
-    assert trigger._cursor_writer is not None and trigger._cursor_writer.writes == 0
+    assert trigger._logs is not None and trigger._logs.writer is not None
+    assert trigger._logs.writer.writes == 0
     live = await in_thread(client.get, "batch/v1", "Job", "quiet")
     assert CURSOR_ANNOTATION not in (live["metadata"].get("annotations") or {})
 

@@ -161,5 +161,5 @@ def test_failure_and_rollback_wording() -> None:
     )
     assert rollback_message("R", 1, 3, V1, False, "stuck").endswith("but it is not healthy: stuck")
     expired = rollout_error("m", deadline=True)
-    assert isinstance(expired, DeadlineExceeded) and expired.phase == "rollout"
+    assert isinstance(expired, DeadlineExceeded) and expired.deadline == "rollout_timeout"
     assert type(rollout_error("m", deadline=False)) is WorkloadFailed

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from airflow_k8s_ml.operators._outcome import event_report
+from airflow_k8s_ml.operators.outcome import event_report
 from airflow_k8s_ml.status import WorkloadState
 from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, encode_cursor, merge_cursors, read_cursor
 

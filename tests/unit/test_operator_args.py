@@ -6,18 +6,18 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators._args import (
     PLACEHOLDER,
     RESUME_PLACEHOLDER,
     check_on_finish,
-    check_wait_args,
     is_templated,
     neutralize,
-    parse_deadline,
     substitute_resume,
     to_timedelta,
 )
+from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
 
 
 def test_is_templated_looks_inside_containers() -> None:
@@ -52,17 +52,40 @@ def test_to_timedelta_rejects_non_positive_and_other_types(value: object) -> Non
     assert info.value.field == "run_timeout"
 
 
-def test_parse_deadline_relative_absolute_and_iso() -> None:
-    assert parse_deadline(timedelta(hours=6)) == (timedelta(hours=6), None)
-    assert parse_deadline(3600) == (timedelta(hours=1), None)
+def test_deadline_relative_absolute_and_iso() -> None:
+    assert Deadlines.parse(deadline=timedelta(hours=6)).deadline == timedelta(hours=6)
+    assert Deadlines.parse(deadline=3600).deadline == timedelta(hours=1)
     aware = datetime(2024, 5, 1, 6, tzinfo=UTC)
-    assert parse_deadline(aware) == (None, aware)
-    assert parse_deadline(datetime(2024, 5, 1, 6)) == (None, aware)  # naive = UTC
-    assert parse_deadline("2024-05-01T06:00:00+00:00") == (None, aware)
-    assert parse_deadline(None) == parse_deadline("") == (None, None)
+    assert Deadlines.parse(deadline=aware).deadline == aware
+    assert Deadlines.parse(deadline=datetime(2024, 5, 1, 6)).deadline == aware  # naive = UTC
+    assert Deadlines.parse(deadline="2024-05-01T06:00:00+00:00").deadline == aware
+    assert Deadlines.parse(deadline=None) == Deadlines.parse(deadline="") == Deadlines()
     with pytest.raises(ValidationError, match="ISO 8601") as info:
-        parse_deadline("tomorrow")
+        Deadlines.parse(deadline="tomorrow")
     assert info.value.field == "deadline"
+
+
+def test_wait_settings_parse_once_and_skip_templates_at_parse_time() -> None:
+    args = {
+        "admission_timeout": "{{ params.a }}",
+        "startup_timeout": None,
+        "run_timeout": "{{ params.r }}",
+        "deadline": PLACEHOLDER,
+        "poll_interval": 5,
+        "log_lines": 50,
+    }
+    check_wait_args(**args)  # templated: judged once rendered
+    rendered = {**args, "admission_timeout": "60", "run_timeout": 7200, "deadline": "2024-05-01T06:00:00Z"}
+    settings = WaitSettings.build(kubernetes_conn_id="k", stream_logs=True, **rendered)
+    assert settings.deadlines == Deadlines(
+        admission_timeout=timedelta(minutes=1),
+        run_timeout=timedelta(hours=2),
+        deadline=datetime(2024, 5, 1, 6, tzinfo=UTC),
+    )
+    assert settings.poll_interval == 5.0
+    with pytest.raises(ValidationError) as info:  # not rendered at execute time: an error, not "no limit"
+        WaitSettings.build(kubernetes_conn_id="k", stream_logs=True, **args)
+    assert info.value.field == "admission_timeout"
 
 
 def test_substitute_resume() -> None:

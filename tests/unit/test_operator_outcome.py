@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_k8s_ml.operators._outcome import event_report, result_payload
+from airflow_k8s_ml.operators.outcome import event_report, result_payload
 from airflow_k8s_ml.status import WorkloadState
 
 

@@ -69,7 +69,7 @@ def test_trigger_kwargs_are_json_and_carry_no_kubeconfig() -> None:
     assert classpath == "airflow_k8s_ml.triggers.workload.WorkloadTrigger"
     assert json.loads(json.dumps(kwargs)) == kwargs
     assert kwargs["kubernetes_conn_id"] == "kubernetes_default" and "kube_config" not in json.dumps(kwargs)
-    assert kwargs["deadlines"]["run"] == 6 * 3600 and kwargs["deadlines"]["overall_at"].startswith(
+    assert kwargs["deadlines"]["run_timeout"] == 6 * 3600 and kwargs["deadlines"]["deadline"].startswith(
         "2024-05-01T06"
     )
     assert (kwargs["uid"], kwargs["task_started_at"], kwargs["delete_on_kill"]) == (

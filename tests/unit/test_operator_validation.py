@@ -143,6 +143,9 @@ def test_manifest_file_problems_name_the_manifest(tmp_path: Path) -> None:
         ({"namespace": "x y"}, "namespace"),
         ({"run_timeout": -1}, "run_timeout"),
         ({"deadline": "later"}, "deadline"),
+        ({"poll_interval": -1}, "poll_interval"),  # the argument written, not the base class's poke_interval
+        ({"poll_interval": 0}, "poll_interval"),
+        ({"log_lines": -1}, "log_lines"),
     ],
 )
 def test_sensor_rejects_bad_static_values(overrides: dict[str, Any], field: str) -> None:
@@ -153,3 +156,12 @@ def test_sensor_rejects_bad_static_values(overrides: dict[str, Any], field: str)
 
 def test_sensor_accepts_templates() -> None:
     TrainingJobSensor(task_id="s", name="{{ ti.xcom_pull('train')['name'] }}", kind="PyTorchJob")
+    TrainingJobSensor(
+        task_id="s", name="ft", deadline="{{ (logical_date + macros.timedelta(hours=6)).isoformat() }}"
+    )
+
+
+def test_sensor_error_names_poll_interval() -> None:
+    with pytest.raises(ValidationError, match="poll_interval") as info:
+        TrainingJobSensor(task_id="s", name="ft-abc", poll_interval=-1)
+    assert "poke_interval" not in str(info.value)

@@ -34,7 +34,7 @@ def test_round_trip_through_json() -> None:
 
 def test_minimal_payload_defaults() -> None:
     event = WorkloadEvent.from_payload({"outcome": "error", "message": "gone"})
-    assert event.deadline_phase is None and event.log_cursor is None and event.pods == []
+    assert event.expired_deadline is None and event.log_cursor is None and event.pods == []
     assert event.workload_state.phase == "pending"
 
 

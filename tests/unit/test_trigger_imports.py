@@ -8,7 +8,7 @@ import sys
 
 SCRIPT = """
 import sys
-import airflow_k8s_ml.triggers.workload, airflow_k8s_ml.triggers.deadlines, airflow_k8s_ml.triggers.events
+import airflow_k8s_ml.triggers.workload, airflow_k8s_ml.deadlines, airflow_k8s_ml.triggers.events
 import airflow_k8s_ml.kube.resources, airflow_k8s_ml.kube.watch, airflow_k8s_ml.kube.async_client
 heavy = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
 print(",".join(sorted(name for name in heavy if name in sys.modules)))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import importlib
 import json
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.triggers.deadlines import Deadlines
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
 
@@ -19,7 +20,7 @@ def make(**overrides: object) -> WorkloadTrigger:
         namespace="ml",
         uid="1234",
         kubernetes_conn_id="k8s_gpu",
-        deadlines={"admission": 1800, "run": 21600, "overall_at": "2024-05-01T06:00:00+00:00"},
+        deadlines={"admission_timeout": 1800, "run_timeout": 21600, "deadline": "2024-05-01T06:00:00+00:00"},
         task_started_at=1_700_000_000.5,
         stream_logs=False,
         log_cursor={"master-0": {"ts": "t", "n": 1}},
@@ -39,8 +40,33 @@ def test_round_trip() -> None:
     json.dumps(kwargs)  # the triggerer stores them as JSON
     again = cls(**kwargs)
     assert again.serialize() == (classpath, kwargs)
-    assert Deadlines.from_payload(kwargs["deadlines"]).admission.total_seconds() == 1800  # type: ignore[union-attr]
+    assert Deadlines.from_payload(kwargs["deadlines"]).admission_timeout == timedelta(minutes=30)
     assert kwargs["kubernetes_conn_id"] == "k8s_gpu" and kwargs["delete_on_kill"] is False
+
+
+def test_deadlines_parsed_once_travel_through_serialize_and_back() -> None:
+    """The operator hands its parsed Deadlines to the trigger; the kwargs carry them as JSON; the
+    triggerer's trigger holds the same value."""
+    parsed = Deadlines.parse(
+        admission_timeout="1800",
+        startup_timeout=timedelta(minutes=15),
+        run_timeout=7200,
+        deadline=datetime(2024, 5, 1, 6, 0),
+    )
+    classpath, kwargs = make(deadlines=parsed).serialize()
+    assert kwargs["deadlines"] == {
+        "admission_timeout": 1800.0,
+        "startup_timeout": 900.0,
+        "run_timeout": 7200.0,
+        "deadline": "2024-05-01T06:00:00+00:00",
+    }
+    revived = WorkloadTrigger(**json.loads(json.dumps(kwargs)))
+    assert revived.deadlines == parsed
+    assert revived.deadlines.deadline == datetime(2024, 5, 1, 6, 0, tzinfo=UTC)
+    assert revived.serialize() == (classpath, kwargs)
+    relative = Deadlines.parse(deadline=6 * 3600)
+    _, kwargs = make(deadlines=relative).serialize()
+    assert WorkloadTrigger(**json.loads(json.dumps(kwargs))).deadlines == relative
 
 
 def test_no_kubeconfig_contents_in_kwargs(tmp_path, monkeypatch) -> None:
@@ -73,7 +99,8 @@ def test_no_kubeconfig_contents_in_kwargs(tmp_path, monkeypatch) -> None:
 def test_defaults_and_deployment_kind() -> None:
     trigger = WorkloadTrigger(kind="Deployment", name="web", namespace="ml", uid="", task_started_at=0)
     _, kwargs = trigger.serialize()
-    assert kwargs["kubernetes_conn_id"] == "kubernetes_default" and kwargs["deadlines"] is None
+    assert kwargs["kubernetes_conn_id"] == "kubernetes_default"
+    assert Deadlines.from_payload(kwargs["deadlines"]).is_empty()
     assert (
         kwargs["stream_logs"] is True and kwargs["delete_on_kill"] is True and kwargs["poll_interval"] == 30.0
     )
@@ -82,8 +109,8 @@ def test_defaults_and_deployment_kind() -> None:
 
 def test_bad_deadlines_fail_at_defer_time() -> None:
     with pytest.raises(ValidationError) as info:
-        make(deadlines={"run": 0})
-    assert info.value.field == "run"
+        make(deadlines={"run_timeout": 0})
+    assert info.value.field == "run_timeout"
 
 
 def test_unknown_kind_needs_an_api_version() -> None:

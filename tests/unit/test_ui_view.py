@@ -9,10 +9,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 from airflow_k8s_ml.checkpoints import CheckpointWriter
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.operators._adopt import WorkloadRecord
-from airflow_k8s_ml.operators._outcome import outcome_record, result_payload
+from airflow_k8s_ml.operators.outcome import outcome_record, result_payload
 from airflow_k8s_ml.status import WorkloadState
-from airflow_k8s_ml.triggers.deadlines import Deadlines
 from airflow_k8s_ml.ui.facts import TaskFacts
 from airflow_k8s_ml.ui.history import History, HistoryReader
 from airflow_k8s_ml.ui.live import LiveStatus
@@ -72,7 +72,9 @@ def test_in_progress_ignores_the_uncommitted_step_and_counts_deadlines_down(tmp_
     uri, history = _history(tmp_path, 3, pending=True)
     record = _record()
     trigger = {
-        "deadlines": Deadlines(admission=600, startup=300, run=3600, overall=7200).to_payload(),
+        "deadlines": Deadlines.parse(
+            admission_timeout=600, startup_timeout=300, run_timeout=3600, deadline=7200
+        ).to_payload(),
         "task_started_at": record.submitted_at,
         "kubernetes_conn_id": "kubernetes_default",
     }
@@ -93,7 +95,12 @@ def test_in_progress_ignores_the_uncommitted_step_and_counts_deadlines_down(tmp_
     }
     assert view.live_phase == "running" and view.state_source == "live (Kubernetes)"
     left = {d.name: d.left_seconds for d in view.deadlines}
-    assert left == {"admission": None, "startup": None, "run": 3100.0, "overall": 6600.0}
+    assert left == {
+        "admission_timeout": None,
+        "startup_timeout": None,
+        "run_timeout": 3100.0,
+        "deadline": 6600.0,
+    }
     svg = render_chart(view.series)
     assert sorted(_points(svg)) == sorted(
         (name, p.step, p.metrics[name])
@@ -142,12 +149,12 @@ def test_failed_shows_where_training_stopped_and_why(tmp_path: Path) -> None:
     assert 'data-marker="stopped" data-step="2"' in training_page(view)
 
 
-def test_a_deadline_outcome_names_the_phase(tmp_path: Path) -> None:
+def test_a_deadline_outcome_names_the_deadline(tmp_path: Path) -> None:
     uri, history = _history(tmp_path, 1)
     running = WorkloadState("running")
-    outcome = outcome_record(1, "deadline", running, "run", NOW)
+    outcome = outcome_record(1, "deadline", running, "run_timeout", NOW)
     view = build_view(_facts("failed", uri, record=_record().to_dict(), outcome=outcome), history, now=NOW)
-    assert view.stopped is not None and "the run deadline expired" in view.stopped
+    assert view.stopped is not None and "; run_timeout expired" in view.stopped
 
 
 def test_an_outcome_of_an_earlier_attempt_is_not_the_current_one(tmp_path: Path) -> None:

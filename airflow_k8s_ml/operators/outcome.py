@@ -57,7 +57,7 @@ def result_payload(
 
 
 def outcome_record(
-    attempt: int, outcome: str, state: WorkloadState, deadline_phase: str | None, at: float
+    attempt: int, outcome: str, state: WorkloadState, expired_deadline: str | None, at: float
 ) -> dict[str, Any]:
     """What a failed attempt leaves in ``task_state_store`` for the UI: the outcome, the workload's final
     state (phase, reason, the controller's message) and the deadline that ran out.
@@ -72,7 +72,7 @@ def outcome_record(
         "phase": payload.get("phase"),
         "reason": payload.get("reason") or "",
         "message": payload.get("message") or "",
-        "deadline_phase": deadline_phase,
+        "expired_deadline": expired_deadline,
         "at": at,
     }
 

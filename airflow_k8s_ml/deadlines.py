@@ -1,0 +1,227 @@
+"""``Deadlines``: the Airflow-side budgets of one wait, as one pure value parsed once.
+
+Why one value: the budgets travel from the DAG (operator or sensor arguments, rendered) to the triggerer
+(trigger kwargs, JSON) and back to the worker, and each hop used to convert and rename them again. They
+are parsed once, by :meth:`Deadlines.parse`, from the arguments the user wrote; :meth:`to_payload` and
+:meth:`from_payload` carry that value through the trigger's kwargs. A budget has one name everywhere -
+argument, payload key, expiry, log line, error message, docs:
+
+| name | counts | from |
+|---|---|---|
+| ``admission_timeout`` | queued (suspended by Kueue) or pods unschedulable | the phase's start |
+| ``startup_timeout`` | pods scheduled but not running (images, containers) | the phase's start |
+| ``run_timeout`` | from the first running pod, through restarts | the first container start |
+| ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
+
+Standard library only; every function takes the times it needs (tests move time by passing numbers).
+Outside :mod:`airflow_k8s_ml.status` (which uses it) and made of named tuples rather than dataclasses on
+purpose: it is imported when a DAG file is parsed (the parse-time check of the arguments), where neither the
+classifiers nor a frozen dataclass (six times a named tuple's cost to define) are wanted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, NamedTuple
+
+from airflow_k8s_ml.errors import ValidationError
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.status.clock import PhaseClock
+
+__all__ = [
+    "DEADLINE_NAMES",
+    "PHASE_BUDGETS",
+    "Deadlines",
+    "Expiry",
+    "format_limit",
+    "to_timedelta",
+]
+
+#: Every deadline, by the argument name users write.
+DEADLINE_NAMES = ("admission_timeout", "startup_timeout", "run_timeout", "deadline")
+#: Tracked phase (``status.deadline_phase``) -> the budget spent in it.
+PHASE_BUDGETS: Mapping[str, str] = {
+    "admission": "admission_timeout",
+    "startup": "startup_timeout",
+    "running": "run_timeout",
+}
+#: Payload keys of trigger kwargs serialised before the budgets took their argument names (a trigger
+#: deferred by the previous version and resumed by this one).
+_LEGACY_KEYS: Mapping[str, str] = {
+    "admission": "admission_timeout",
+    "startup": "startup_timeout",
+    "run": "run_timeout",
+    "overall": "deadline",
+    "overall_at": "deadline",
+}
+
+Limit = timedelta | datetime
+
+
+def to_timedelta(value: object, field: str) -> timedelta | None:
+    """A positive budget: a ``timedelta``, a number of seconds, or the text of one (a rendered template
+    such as ``"{{ params.run_timeout_minutes * 60 }}"``); None means "no such budget"."""
+    if value is None:
+        return None
+    written = value
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise ValidationError(
+                field, f"must be a timedelta or a number of seconds, got {value!r}"
+            ) from None
+    if isinstance(value, bool) or not isinstance(value, int | float | timedelta):
+        shown = repr(value) if isinstance(value, bool) else type(value).__name__
+        raise ValidationError(field, f"must be a timedelta or a number of seconds, got {shown}")
+    delta = value if isinstance(value, timedelta) else timedelta(seconds=value)
+    if delta <= timedelta(0):
+        shown = f"{delta.total_seconds():g} seconds" if isinstance(written, timedelta) else repr(written)
+        raise ValidationError(field, f"must be positive, got {shown}")
+    return delta
+
+
+def _aware(moment: datetime) -> datetime:
+    """Naive datetimes are taken as UTC (Airflow's own convention for logical dates)."""
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+
+
+def _is_number(text: str) -> bool:
+    try:
+        float(text)
+    except ValueError:
+        return False
+    return True
+
+
+def _deadline(value: object, field: str = "deadline") -> Limit | None:
+    """``deadline``: a duration (timedelta or seconds) or an absolute time (datetime or ISO 8601 text, what
+    ``{{ (logical_date + macros.timedelta(hours=6)).isoformat() }}`` renders to)."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, datetime):
+        return _aware(value)
+    if isinstance(value, str):
+        if _is_number(value):
+            return to_timedelta(value, field)
+        try:
+            return _aware(datetime.fromisoformat(value.strip().replace("Z", "+00:00")))
+        except ValueError:
+            raise ValidationError(
+                field, f"must be a timedelta, a datetime or an ISO 8601 time, got {value!r}"
+            ) from None
+    return to_timedelta(value, field)
+
+
+def format_limit(limit: Limit) -> str:
+    """``30m``, ``1h30m``, ``45s``, ``2.5s`` for budgets; ISO 8601 for an absolute time."""
+    if isinstance(limit, datetime):
+        return limit.isoformat()
+    total = limit.total_seconds()
+    if total < 60 and total != int(total):
+        return f"{total:g}s"
+    hours, rest = divmod(int(total), 3600)
+    minutes, secs = divmod(rest, 60)
+    parts = [f"{hours}h" if hours else "", f"{minutes}m" if minutes else "", f"{secs}s" if secs else ""]
+    return "".join(parts) or "0s"
+
+
+class Expiry(NamedTuple):
+    """A budget that ran out: ``name`` is one of :data:`DEADLINE_NAMES`; the message to fail with."""
+
+    name: str
+    limit: Limit
+    message: str
+
+
+class Deadlines(NamedTuple):
+    """The budgets of one wait (None: no limit), typed; build it with :meth:`parse` from raw arguments."""
+
+    admission_timeout: timedelta | None = None
+    startup_timeout: timedelta | None = None
+    run_timeout: timedelta | None = None
+    deadline: Limit | None = None
+
+    @classmethod
+    def parse(
+        cls,
+        *,
+        admission_timeout: object = None,
+        startup_timeout: object = None,
+        run_timeout: object = None,
+        deadline: object = None,
+    ) -> Deadlines:
+        """The one converter from what a DAG (or a payload) holds; errors name the argument."""
+        return cls(
+            admission_timeout=to_timedelta(admission_timeout, "admission_timeout"),
+            startup_timeout=to_timedelta(startup_timeout, "startup_timeout"),
+            run_timeout=to_timedelta(run_timeout, "run_timeout"),
+            deadline=_deadline(deadline),
+        )
+
+    def is_empty(self) -> bool:
+        return all(value is None for value in self)
+
+    def to_payload(self) -> dict[str, float | str | None]:
+        """JSON-safe (trigger kwargs): durations in seconds, an absolute ``deadline`` in ISO 8601."""
+        payload: dict[str, float | str | None] = {}
+        for name in DEADLINE_NAMES:
+            value = getattr(self, name)
+            if isinstance(value, datetime):
+                payload[name] = value.isoformat()
+            else:
+                payload[name] = value.total_seconds() if value is not None else None
+        return payload
+
+    @classmethod
+    def from_payload(cls, payload: Mapping[str, object] | None) -> Deadlines:
+        """Back from :meth:`to_payload` (also reads the keys of the previous version's payloads)."""
+        values: dict[str, object] = {}
+        for key, value in (payload or {}).items():
+            name = key if key in DEADLINE_NAMES else _LEGACY_KEYS.get(key)
+            if name is None:
+                known = ", ".join(DEADLINE_NAMES)
+                raise ValidationError("deadlines", f"unknown deadline {key!r}; known: {known}")
+            if value is not None:
+                values[name] = value
+        return cls.parse(**values)
+
+    def deadline_at(self, started_at: float) -> float | None:
+        """When ``deadline`` runs out (epoch seconds): ``started_at`` plus a duration, or the absolute
+        time."""
+        if isinstance(self.deadline, datetime):
+            return self.deadline.timestamp()
+        return started_at + self.deadline.total_seconds() if self.deadline is not None else None
+
+    def _running(self, started_at: float, clock: PhaseClock) -> list[tuple[float, str, Limit]]:
+        """(expires at, name, limit) of every budget that is being spent now."""
+        out: list[tuple[float, str, Limit]] = []
+        at = self.deadline_at(started_at)
+        if at is not None and self.deadline is not None:
+            out.append((at, "deadline", self.deadline))
+        for phase, name in (("admission", "admission_timeout"), ("startup", "startup_timeout")):
+            budget: timedelta | None = getattr(self, name)
+            if clock.phase == phase and budget is not None:
+                out.append((clock.since + budget.total_seconds(), name, budget))
+        run_start = clock.running_since
+        if run_start is None and clock.phase == "running":
+            run_start = clock.since
+        if run_start is not None and self.run_timeout is not None and clock.phase in PHASE_BUDGETS:
+            out.append((run_start + self.run_timeout.total_seconds(), "run_timeout", self.run_timeout))
+        return out
+
+    def expired(self, *, now: float, started_at: float, clock: PhaseClock) -> Expiry | None:
+        """The budget that ran out first by ``now``, or None. Its message ``<name> <limit> exceeded`` gets
+        the phase's reason appended by the caller that knows it (:func:`~.clock.phase_reason`)."""
+        expired = [item for item in self._running(started_at, clock) if item[0] <= now]
+        if not expired:
+            return None
+        _, name, limit = min(expired, key=lambda item: item[0])
+        return Expiry(name, limit, f"{name} {format_limit(limit)} exceeded")
+
+    def next_expiry_at(self, *, started_at: float, clock: PhaseClock) -> float | None:
+        """When the next budget being spent runs out (epoch seconds): the waiter's timer."""
+        running = self._running(started_at, clock)
+        return min(item[0] for item in running) if running else None
