@@ -113,7 +113,7 @@ class BatchInferenceSpec:
 
 def _job_body(
     spec: BatchInferenceSpec, template_labels: Mapping[str, str], template_annotations: Any
-) -> dict:
+) -> dict[str, Any]:
     template = build_pod_template(
         spec.pod,
         labels=template_labels,

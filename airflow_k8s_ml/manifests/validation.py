@@ -14,6 +14,7 @@ from typing import Any
 from airflow_k8s_ml.errors import ValidationError
 
 __all__ = [
+    "PLACEHOLDER",
     "ValidationError",
     "check_bool",
     "check_choice",
@@ -28,6 +29,12 @@ __all__ = [
     "fail",
     "require",
 ]
+
+#: What a templated string stands for during parse-time validation: valid as an image, a name, a label
+#: value and an environment value, so only the *other* arguments are judged before rendering. Defined here,
+#: beside the checks, because a raw manifest's rules (:mod:`~airflow_k8s_ml.manifests.raw`) must also leave
+#: a value that is still a template to be judged once rendered.
+PLACEHOLDER = "templated"
 
 # Kubernetes' classic env var rule (C identifier plus '-' and '.'), accepted by every supported version.
 # The relaxed rule (any printable ASCII but '=') is only on by default from 1.32, so we stay strict.

@@ -18,6 +18,7 @@ from typing import Any
 from airflow.exceptions import AirflowProviderDeprecationWarning
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.validation import PLACEHOLDER
 
 __all__ = [
     "ARGUMENT_OF_FIELD",
@@ -39,9 +40,6 @@ __all__ = [
     "to_timedelta",
 ]
 
-#: What a templated string stands for during parse-time validation: valid as an image, a name, a label
-#: value and an environment value, so only the *other* arguments are judged before rendering.
-PLACEHOLDER = "templated"
 #: Written as an argument, replaced at launch with the resolved checkpoint URI ("" for a fresh start).
 #: The operator puts this same string into the Jinja context, so Airflow renders it to itself.
 RESUME_PLACEHOLDER = "{{ resume_from }}"
