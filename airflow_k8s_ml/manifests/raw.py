@@ -165,7 +165,7 @@ def _rename(field: str, paths: Mapping[str, str]) -> str:
 
 @contextmanager
 def _renamed(paths: Mapping[str, str]) -> Iterator[None]:
-    """Apply a typed argument's rule to a manifest field: its error names the field's path, not the argument."""
+    """Apply a typed argument's rule to a manifest field: the error names the field's path."""
     try:
         yield
     except ValidationError as exc:
@@ -192,7 +192,9 @@ _POD_SPEC_FIELDS = {
 }
 
 
-def _check_container(where: str, container: Mapping[str, Any], pod_spec: Mapping[str, Any], path: str) -> None:
+def _check_container(
+    where: str, container: Mapping[str, Any], pod_spec: Mapping[str, Any], path: str
+) -> None:
     """Name, image, quantities and GPUs of one container, by the rules of the typed pod arguments."""
     validate_dns1123_label(container.get("name"), f"{where}.name")
     resources = container.get("resources") or {}
