@@ -36,7 +36,7 @@ from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
-from airflow_k8s_ml.manifests.validation import PLACEHOLDER, fail
+from airflow_k8s_ml.manifests.validation import PLACEHOLDER, fail, renamed_fields
 
 __all__ = [
     "SUPPORTED_KINDS",
@@ -156,22 +156,6 @@ def _inside(argument: str) -> Iterator[None]:
         raise fail(f"{argument}.{exc.field}", exc.message) from None
 
 
-def _rename(field: str, paths: Mapping[str, str]) -> str:
-    for argument, path in paths.items():
-        if field == argument or field.startswith((f"{argument}.", f"{argument}[")):
-            return path + field[len(argument) :]
-    return field
-
-
-@contextmanager
-def _renamed(paths: Mapping[str, str]) -> Iterator[None]:
-    """Apply a typed argument's rule to a manifest field: the error names the field's path."""
-    try:
-        yield
-    except ValidationError as exc:
-        raise fail(_rename(exc.field, paths), exc.message) from None
-
-
 def _given(source: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
     """``{argument: source[key]}`` for the keys present; a parse-time placeholder is judged once rendered."""
     return {arg: source[key] for arg, key in keys.items() if key in source and source[key] != PLACEHOLDER}
@@ -212,7 +196,7 @@ def _check_container(
         "limits": f"{where}.resources.limits",
         **{arg: f"{path}.spec.{key}" for arg, key in _POD_SPEC_FIELDS.items()},
     }
-    with _renamed(paths):
+    with renamed_fields(paths):
         check_pod_fields(values)
 
 
@@ -251,7 +235,7 @@ def _check_job_spec(job_spec: Mapping[str, Any], where: str) -> None:
     options = {name: None for name in _JOB_FIELDS} | _given(job_spec, _JOB_FIELDS)
     paths = {arg: f"{where}.{key}" for arg, key in _JOB_FIELDS.items()}
     paths["restart_policy"] = f"{where}.template.spec.restartPolicy"
-    with _renamed(paths):
+    with renamed_fields(paths):
         check_job_options(restart_policy=pod_spec.get("restartPolicy"), **options)
 
 
@@ -274,14 +258,14 @@ def _check_pytorchjob_spec(spec: Mapping[str, Any]) -> None:
     if (replicas["Master"] or {}).get("replicas", 1) != 1:
         raise fail("spec.pytorchReplicaSpecs.Master.replicas", "must be exactly 1")
     run_policy = spec.get("runPolicy") or {}
-    with _renamed({arg: f"spec.runPolicy.{key}" for arg, key in _RUN_POLICY_FIELDS.items()}):
+    with renamed_fields({arg: f"spec.runPolicy.{key}" for arg, key in _RUN_POLICY_FIELDS.items()}):
         check_pytorchjob_fields(_given(run_policy, _RUN_POLICY_FIELDS))
     for role, replica in replicas.items():
         values = _given(replica or {}, {"workers": "replicas", "restart_policy": "restartPolicy"})
         if role == "Master":
             values.pop("workers", None)
         where = f"spec.pytorchReplicaSpecs.{role}"
-        with _renamed({"workers": f"{where}.replicas", "restart_policy": f"{where}.restartPolicy"}):
+        with renamed_fields({"workers": f"{where}.replicas", "restart_policy": f"{where}.restartPolicy"}):
             check_pytorchjob_fields(values)
 
 

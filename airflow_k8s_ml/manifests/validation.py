@@ -8,7 +8,8 @@ that ``field`` is always set, so an operator can tell the user *which* argument 
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from airflow_k8s_ml.errors import ValidationError
@@ -27,6 +28,7 @@ __all__ = [
     "check_str_map",
     "check_str_sequence",
     "fail",
+    "renamed_fields",
     "require",
 ]
 
@@ -44,6 +46,27 @@ _ENV_NAME = re.compile(r"^[-._a-zA-Z][-._a-zA-Z0-9]*$")
 def fail(field: str, message: str) -> ValidationError:
     """Build the error (callers ``raise fail(...)`` so type checkers see the raise)."""
     return ValidationError(field, message)
+
+
+def _renamed(field: str, names: Mapping[str, str]) -> str | None:
+    for old, new in names.items():
+        if field == old or field.startswith((f"{old}.", f"{old}[")):
+            return new + field[len(old) :]
+    return None
+
+
+@contextmanager
+def renamed_fields(names: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a ``ValidationError`` about field ``old`` (or inside it: ``old[k]``, ``old.x``) under
+    ``names[old]``: a rule written for one name (a spec field) reports the name the user wrote (an operator
+    argument, a manifest path)."""
+    try:
+        yield
+    except ValidationError as exc:
+        field = _renamed(exc.field, names)
+        if field is None:
+            raise
+        raise ValidationError(field, exc.message) from None
 
 
 def require(condition: bool, field: str, message: str) -> None:

@@ -22,7 +22,7 @@ from airflow_k8s_ml.manifests.serving import (
     IngressPolicy,
     build_inference_objects,
 )
-from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.manifests.validation import fail, renamed_fields
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS as ALL_POD_ARGUMENTS
 from airflow_k8s_ml.operators._args import argument_names
 
@@ -128,6 +128,10 @@ DEPLOYMENT_OPTIONS = (
 )
 
 
+#: InferenceSpec field -> where the user wrote it.
+_OPTION_ARGUMENTS = {name: f"deployment_options.{name}" for name in DEPLOYMENT_OPTIONS}
+
+
 def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -162,9 +166,18 @@ def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodT
 def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:
     """The InferenceSpec from the operator's (rendered) arguments; ``ValidationError`` names the field."""
     options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
+    pod = pod_template(values, pod_ip_env=True)
+    model_uri = resolve_model_uri(values.get("model_uri"))
+    with renamed_fields(_OPTION_ARGUMENTS):  # the user wrote deployment_options={"max_surge": ...}
+        return _inference_spec(values, pod, model_uri, options)
+
+
+def _inference_spec(
+    values: Mapping[str, Any], pod: PodTemplate, model_uri: str, options: Mapping[str, Any]
+) -> InferenceSpec:
     return InferenceSpec(
-        pod=pod_template(values, pod_ip_env=True),
-        model_uri=resolve_model_uri(values.get("model_uri")),
+        pod=pod,
+        model_uri=model_uri,
         replicas=values.get("replicas"),
         port=values.get("port", 8080),
         service_port=values.get("service_port", 80),

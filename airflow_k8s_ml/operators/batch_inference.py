@@ -187,8 +187,12 @@ class BatchInferenceCronJobOperator(BaseOperator):
 
     @staticmethod
     def _check(values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> dict[str, Any]:
-        """The CronJob, rendered and validated (pure); schedule and time zone are checked first."""
+        """The CronJob, rendered and validated (pure); schedule and time zone are checked first, then the
+        URIs by the rule of the Job form (``output_uri`` distinct from ``input_uri``)."""
+        from airflow_k8s_ml.operators.batch_job import check_batch_uris
+
         validate_schedule(values["schedule"], values["time_zone"])
+        check_batch_uris(values)
         namespace = namespace or values["namespace"] or "default"
         validate_namespace(namespace)
         labels, annotations = object_labels(key)
