@@ -16,6 +16,7 @@ from airflow.sdk import BaseOperator
 from airflow_k8s_ml.checkpoints.integrity import check_mode
 from airflow_k8s_ml.checkpoints.rules import parse_rules
 from airflow_k8s_ml.checkpoints.uri import parse_uri
+from airflow_k8s_ml.manifests.validation import check_bool
 from airflow_k8s_ml.operators.links import ApprovedCheckpointLink
 
 
@@ -60,7 +61,7 @@ class CheckpointCheckOperator(BaseOperator):
         self.base_uri = base_uri
         self.metric_rules = metric_rules
         self.verify = check_mode(verify)
-        self.allow_older = allow_older
+        self.allow_older = check_bool(allow_older, "allow_older")
         self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:

@@ -59,6 +59,8 @@ class CheckpointSensor(BaseSensorOperator):
             parse_uri(base_uri, "base_uri")
         if deadline is not None and not isinstance(deadline, timedelta):
             raise ValidationError("deadline", f"must be a timedelta or None, got {type(deadline).__name__}")
+        if deadline is not None and deadline <= timedelta(0):
+            raise ValidationError("deadline", f"must be a positive duration, got {deadline}")
         self.base_uri = base_uri
         self.newer_than_step = newer_than_step
         self.newer_than_time = newer_than_time
