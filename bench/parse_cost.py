@@ -209,7 +209,7 @@ def _twin_source(dag: dict[str, Any]) -> str:
             f"        {name!r}: Param({param['default']!r}, description={param['description']!r}, "
             f"**{param['schema']!r}),"
         )
-    lines += ["    },", "):", "    tasks = {"]
+    lines += ["    },", ") as dag:", "    tasks = {"]
     for task_id, task in dag["tasks"].items():
         lines.append(
             f"        {task_id!r}: EmptyOperator(task_id={task_id!r}, trigger_rule={task['trigger_rule']!r}, "

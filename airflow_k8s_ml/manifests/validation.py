@@ -30,6 +30,7 @@ __all__ = [
     "fail",
     "renamed_fields",
     "require",
+    "store_checked",
 ]
 
 #: What a templated string stands for during parse-time validation: valid as an image, a name, a label
@@ -67,6 +68,12 @@ def renamed_fields(names: Mapping[str, str]) -> Iterator[None]:
         if field is None:
             raise
         raise ValidationError(field, exc.message) from None
+
+
+def store_checked(spec: object, checked: Mapping[str, Any]) -> None:
+    """Store a rules function's normalised values on a frozen dataclass spec (in its ``__post_init__``)."""
+    for name, value in checked.items():
+        object.__setattr__(spec, name, value)
 
 
 def require(condition: bool, field: str, message: str) -> None:
