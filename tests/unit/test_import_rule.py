@@ -11,6 +11,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 HEAVY = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
 #: What only the api-server may load: the plugin's FastAPI app and what it reads with.
 UI_ONLY = ("fastapi", "airflow_k8s_ml.ui.app", "airflow_k8s_ml.ui.facts", "airflow_k8s_ml.ui.history")
@@ -124,3 +126,81 @@ def test_parsing_the_nightly_dag_loads_nothing_of_the_ui() -> None:
         "print(','.join(sorted(n for n in (*HEAVY, *UI_ONLY) if n in sys.modules)))\n"
     )
     assert heavy_modules_after(code) == ""
+
+
+#: One construction per public operator and sensor, with the arguments that exercise its parse-time checks.
+#: ``test_every_operator_and_sensor_has_a_case`` keeps this list complete as operators are added.
+CONSTRUCT: dict[str, str] = {
+    "FineTuneJobOperator": (
+        "FineTuneJobOperator(task_id='t', image='trainer:1', command=['python', 'train.py'], gpus=1,"
+        " requests={'cpu': '4', 'memory': '16Gi'}, resume_from='latest', checkpoint_uri='s3://m/ft',"
+        " deadline=timedelta(hours=2))"
+    ),
+    "PyTorchJobOperator": "PyTorchJobOperator(task_id='t', image='trainer:1', workers=2, queue_name='gpu')",
+    "BatchInferenceJobOperator": (
+        "BatchInferenceJobOperator(task_id='t', model_uri='s3://m/step-1/', input_uri='s3://d/in/',"
+        " output_uri='s3://d/out/{{ ds_nodash }}/', image='scorer:1')"
+    ),
+    "BatchInferenceCronJobOperator": (
+        "BatchInferenceCronJobOperator(task_id='t', name='scores', schedule='0 3 * * *',"
+        " time_zone='Europe/Amsterdam', model_uri='s3://m/step-1/', input_uri='s3://d/in/',"
+        " output_uri='s3://d/out/', image='scorer:1', requests={'cpu': '1'}, run_now=True)"
+    ),
+    "CheckpointCheckOperator": (
+        "CheckpointCheckOperator(task_id='t', base_uri='s3://m/ft', metric_rules={'loss': '< 1'},"
+        " verify='full', allow_older=True)"
+    ),
+    "InferenceDeploymentOperator": (
+        "InferenceDeploymentOperator(task_id='t', name='digits', model_uri='s3://m/step-1/', image='s:1',"
+        " requests={'cpu': '250m'},"
+        " autoscaling={'min_replicas': 2, 'max_replicas': 4, 'target_cpu_utilization': 70},"
+        " pdb_min_available=1, network_policy={'from_namespaces': ['airflow']},"
+        " deployment_options={'max_surge': '25%'}, smoke_path='{{ params.p }}', smoke_request={'x': 1})"
+    ),
+    "CheckpointSensor": (
+        "CheckpointSensor(task_id='t', base_uri='s3://m/ft', newer_than_step=3, deadline=timedelta(hours=1))"
+    ),
+    "TrainingJobSensor": (
+        "TrainingJobSensor(task_id='t', name='ft-abc', kind='PyTorchJob', admission_timeout=60)"
+    ),
+}
+
+CONSTRUCT_ONE = """
+import sys
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+from airflow_k8s_ml.{package} import {name}
+
+with DAG("rule", schedule=None, start_date=datetime(2024, 1, 1)):
+    {construct}
+print(";".join((
+    ",".join(sorted(n for n in HEAVY if n in sys.modules)),
+    ",".join(sorted(n for n in sys.modules if n.startswith("airflow_k8s_ml."))),
+)))
+"""
+#: The typed specs and the run identity: dataclass modules that only ``execute`` may load (they cost code
+#: generation in every dag-processor fork).
+SPEC_MODULES = {
+    f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "serving", "batch", "naming")
+}
+
+
+def test_every_operator_and_sensor_has_a_case() -> None:
+    import airflow_k8s_ml.operators
+    import airflow_k8s_ml.sensors
+
+    assert set(CONSTRUCT) == {*airflow_k8s_ml.operators.__all__, *airflow_k8s_ml.sensors.__all__}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCT))
+def test_each_operator_and_sensor_parses_without_heavy_modules_or_specs(name: str) -> None:
+    """In a fresh interpreter, importing one operator (or sensor) and building it in a DAG imports no
+    Kubernetes client, aiohttp, boto3/botocore or torch, and none of the typed spec modules."""
+    import airflow_k8s_ml.operators
+
+    package = "operators" if name in airflow_k8s_ml.operators.__all__ else "sensors"
+    script = CONSTRUCT_ONE.format(package=package, name=name, construct=CONSTRUCT[name])
+    heavy, loaded = heavy_modules_after(script).split(";")
+    assert heavy == ""
+    assert set(loaded.split(",")) & SPEC_MODULES == set()
