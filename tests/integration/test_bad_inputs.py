@@ -28,57 +28,22 @@ from airflow_k8s_ml.operators import (
     InferenceDeploymentOperator,
     PyTorchJobOperator,
 )
+from tests.manifest_samples import CONTAINER, changed
+from tests.manifest_samples import JOB as SAMPLE_JOB
+from tests.manifest_samples import PYTORCHJOB as SAMPLE_PYTORCHJOB
 
 from .serving_helpers import context
 from .training_helpers import make_context
 
-CONTAINER = "spec.template.spec.containers[0]"
-JOB: dict[str, Any] = {
-    "apiVersion": "batch/v1",
-    "kind": "Job",
-    "metadata": {"name": "raw"},
-    "spec": {
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [
-                    {
-                        "name": "main",
-                        "image": "python:3.11",
-                        "command": ["python", "-c", "print(1)"],
-                        "resources": {"limits": {"nvidia.com/gpu": "{{ params.gpus }}"}},
-                    }
-                ],
-            }
-        }
-    },
-}
-WORKER = "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0]"
-PYTORCHJOB: dict[str, Any] = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "PyTorchJob",
-    "metadata": {"name": "raw"},
-    "spec": {
-        "pytorchReplicaSpecs": {
-            role: {
-                "replicas": 1,
-                "template": {
-                    "spec": {
-                        "containers": [
-                            {
-                                "name": "pytorch",
-                                "image": "python:3.11",
-                                "command": ["python", "-c", "print(1)"],
-                                "resources": {"requests": {"memory": "{{ params.memory }}"}},
-                            }
-                        ]
-                    }
-                },
-            }
-            for role in ("Master", "Worker")
-        }
-    },
-}
+#: Templated raw manifests: valid at DAG parse time, wrong once rendered.
+JOB = changed(SAMPLE_JOB, f"{CONTAINER}.resources", {"limits": {"nvidia.com/gpu": "{{ params.gpus }}"}})
+PYTORCHJOB = SAMPLE_PYTORCHJOB
+for role in ("Master", "Worker"):
+    PYTORCHJOB = changed(
+        PYTORCHJOB,
+        f"spec.pytorchReplicaSpecs.{role}.template.spec.containers[0].resources",
+        {"requests": {"memory": "{{ params.memory }}"}},
+    )
 
 
 def rendered(manifest: dict[str, Any], old: str, new: str) -> dict[str, Any]:

@@ -7,7 +7,6 @@ nothing created on the cluster) are in ``tests/integration/test_bad_inputs.py``.
 
 from __future__ import annotations
 
-import copy
 from datetime import timedelta
 from pathlib import Path
 from typing import Any
@@ -25,47 +24,9 @@ from airflow_k8s_ml.operators import (
     PyTorchJobOperator,
 )
 from airflow_k8s_ml.sensors import CheckpointSensor
+from tests.manifest_samples import CONTAINER, JOB, PYTORCHJOB, changed
 
-CONTAINER = "spec.template.spec.containers[0]"
-JOB: dict[str, Any] = {
-    "apiVersion": "batch/v1",
-    "kind": "Job",
-    "metadata": {"name": "raw"},
-    "spec": {
-        "template": {
-            "spec": {
-                "restartPolicy": "Never",
-                "containers": [{"name": "main", "image": "python:3.11", "command": ["python", "-V"]}],
-            }
-        }
-    },
-}
-PYTORCHJOB: dict[str, Any] = {
-    "apiVersion": "kubeflow.org/v1",
-    "kind": "PyTorchJob",
-    "metadata": {"name": "raw"},
-    "spec": {
-        "pytorchReplicaSpecs": {
-            role: {
-                "replicas": count,
-                "template": {"spec": {"containers": [{"name": "pytorch", "image": "python:3.11"}]}},
-            }
-            for role, count in (("Master", 1), ("Worker", 2))
-        }
-    },
-}
 URIS = {"model_uri": "s3://m/step-1/", "input_uri": "s3://d/in/", "output_uri": "s3://d/out/"}
-
-
-def changed(manifest: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
-    """A copy of ``manifest`` with ``value`` at the dotted ``path`` (``[i]`` indexes a list)."""
-    out = copy.deepcopy(manifest)
-    target: Any = out
-    keys = path.replace("[", ".").replace("]", "").split(".")
-    for key in keys[:-1]:
-        target = target[int(key)] if isinstance(target, list) else target.setdefault(key, {})
-    target[keys[-1]] = value
-    return out
 
 
 def refused(build: Any) -> ValidationError:
@@ -78,68 +39,99 @@ def refused(build: Any) -> ValidationError:
 
 
 @pytest.mark.parametrize(
-    ("path", "value", "field", "says"),
+    ("operator", "base", "path", "value", "field", "says"),
     [
         (
+            FineTuneJobOperator,
+            JOB,
             f"{CONTAINER}.resources.limits",
             {"nvidia.com/gpu": "0.5"},
             f"manifest.{CONTAINER}.resources.limits[nvidia.com/gpu]",
             "nvidia.com/gpu must be a whole number (fractional GPUs do not exist), got '0.5'",
         ),
         (
+            FineTuneJobOperator,
+            JOB,
             f"{CONTAINER}.resources.requests",
             {"memory": "2GB"},
             f"manifest.{CONTAINER}.resources.requests[memory]",
             "invalid quantity '2GB'",
         ),
         (
+            FineTuneJobOperator,
+            JOB,
             f"{CONTAINER}.resources",
             {"requests": {"nvidia.com/gpu": 1}},
             f"manifest.{CONTAINER}.resources.requests[nvidia.com/gpu]",
             "must be equal to nvidia.com/gpu limit of 0",
         ),
         (
+            FineTuneJobOperator,
+            JOB,
             f"{CONTAINER}.resources",
             {"requests": {"cpu": "2"}, "limits": {"cpu": "1"}},
             f"manifest.{CONTAINER}.resources.requests[cpu]",
             "must be less than or equal to cpu limit of 1",
         ),
         (
+            FineTuneJobOperator,
+            JOB,
             f"{CONTAINER}.name",
             "Main_Container",
             f"manifest.{CONTAINER}.name",
             "invalid name 'Main_Container'",
         ),
-        (f"{CONTAINER}.image", "python 3.11", f"manifest.{CONTAINER}.image", "must not contain whitespace"),
-        ("spec.activeDeadlineSeconds", 0, "manifest.spec.activeDeadlineSeconds", "must be >= 1, got 0"),
-        ("spec.backoffLimit", -1, "manifest.spec.backoffLimit", "must be >= 0, got -1"),
-        ("spec.ttlSecondsAfterFinished", "1h", "manifest.spec.ttlSecondsAfterFinished", "must be an integer"),
         (
+            FineTuneJobOperator,
+            JOB,
+            f"{CONTAINER}.image",
+            "python 3.11",
+            f"manifest.{CONTAINER}.image",
+            "must not contain whitespace",
+        ),
+        (
+            FineTuneJobOperator,
+            JOB,
+            "spec.activeDeadlineSeconds",
+            0,
+            "manifest.spec.activeDeadlineSeconds",
+            "must be >= 1, got 0",
+        ),
+        (
+            FineTuneJobOperator,
+            JOB,
+            "spec.backoffLimit",
+            -1,
+            "manifest.spec.backoffLimit",
+            "must be >= 0, got -1",
+        ),
+        (
+            FineTuneJobOperator,
+            JOB,
+            "spec.ttlSecondsAfterFinished",
+            "1h",
+            "manifest.spec.ttlSecondsAfterFinished",
+            "must be an integer",
+        ),
+        (
+            FineTuneJobOperator,
+            JOB,
             "spec.template.spec.serviceAccountName",
             "Bad_SA",
             "manifest.spec.template.spec.serviceAccountName",
             "invalid name 'Bad_SA'",
         ),
         (
+            FineTuneJobOperator,
+            JOB,
             "spec.template.spec.restartPolicy",
             "Always",
             "manifest.spec.template.spec.restartPolicy",
             "must be one of Never, OnFailure; got 'Always'",
         ),
-    ],
-)
-def test_a_raw_job_fails_the_dag_import_naming_manifest_and_the_path(
-    path: str, value: Any, field: str, says: str
-) -> None:
-    error = refused(lambda: FineTuneJobOperator(task_id="raw", manifest=changed(JOB, path, value)))
-    assert error.field == field
-    assert says in error.message
-
-
-@pytest.mark.parametrize(
-    ("path", "value", "field", "says"),
-    [
         (
+            PyTorchJobOperator,
+            PYTORCHJOB,
             "spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits",
             {"nvidia.com/gpu": "0.5"},
             "manifest.spec.pytorchReplicaSpecs.Worker.template.spec.containers[0].resources.limits"
@@ -147,24 +139,32 @@ def test_a_raw_job_fails_the_dag_import_naming_manifest_and_the_path(
             "must be a whole number",
         ),
         (
+            PyTorchJobOperator,
+            PYTORCHJOB,
             "spec.runPolicy.activeDeadlineSeconds",
             -5,
             "manifest.spec.runPolicy.activeDeadlineSeconds",
             "must be >= 1, got -5",
         ),
         (
+            PyTorchJobOperator,
+            PYTORCHJOB,
             "spec.runPolicy.cleanPodPolicy",
             "Sometimes",
             "manifest.spec.runPolicy.cleanPodPolicy",
             "must be one of All, None, Running",
         ),
         (
+            PyTorchJobOperator,
+            PYTORCHJOB,
             "spec.pytorchReplicaSpecs.Worker.replicas",
             -1,
             "manifest.spec.pytorchReplicaSpecs.Worker.replicas",
             ">= 0",
         ),
         (
+            PyTorchJobOperator,
+            PYTORCHJOB,
             "spec.pytorchReplicaSpecs.Worker.restartPolicy",
             "Maybe",
             "manifest.spec.pytorchReplicaSpecs.Worker.restartPolicy",
@@ -172,10 +172,10 @@ def test_a_raw_job_fails_the_dag_import_naming_manifest_and_the_path(
         ),
     ],
 )
-def test_a_raw_pytorchjob_fails_the_dag_import_naming_manifest_and_the_path(
-    path: str, value: Any, field: str, says: str
+def test_a_raw_manifest_fails_the_dag_import_naming_manifest_and_the_path(
+    operator: type, base: dict[str, Any], path: str, value: Any, field: str, says: str
 ) -> None:
-    error = refused(lambda: PyTorchJobOperator(task_id="raw", manifest=changed(PYTORCHJOB, path, value)))
+    error = refused(lambda: operator(task_id="raw", manifest=changed(base, path, value)))
     assert error.field == field
     assert says in error.message
 
