@@ -148,10 +148,11 @@ print(json.dumps({
         k: (v.total_seconds() if hasattr(v, "total_seconds") else v) for k, v in dag.default_args.items()
     },
     "tags": sorted(dag.tags),
+    "filters": sorted(dag.user_defined_filters or {}),
     "params": params,
     "tasks": {
         t.task_id: {"downstream": sorted(t.downstream_task_ids), "trigger_rule": str(t.trigger_rule.value),
-                    "doc_md": t.doc_md}
+                    "doc_md": t.doc_md, "retries": t.retries, "retry_delay": t.retry_delay.total_seconds()}
         for t in dag.tasks
     },
 }))
@@ -186,6 +187,11 @@ def _twin_source(dag: dict[str, Any]) -> str:
         "from airflow.providers.standard.operators.empty import EmptyOperator",
         "from airflow.sdk import DAG, CronTriggerTimetable, Param",
         "",
+        "",
+        "def _same(value):",
+        "    return value",
+        "",
+        "",
         "with DAG(",
         f"    dag_id={dag['dag_id']!r},",
         f"    description={dag['description']!r},",
@@ -201,6 +207,7 @@ def _twin_source(dag: dict[str, Any]) -> str:
         f"    default_args={{**{default_args!r}"
         + (f", 'retry_delay': {_seconds(retry_delay)}}}," if retry_delay is not None else "},"),
         f"    tags={dag['tags']!r},",
+        "    user_defined_filters={" + ", ".join(f"{name!r}: _same" for name in dag["filters"]) + "},",
         f"    doc_md={dag['doc_md']!r},",
         "    params={",
     ]
@@ -213,7 +220,8 @@ def _twin_source(dag: dict[str, Any]) -> str:
     for task_id, task in dag["tasks"].items():
         lines.append(
             f"        {task_id!r}: EmptyOperator(task_id={task_id!r}, trigger_rule={task['trigger_rule']!r}, "
-            f"doc_md={task['doc_md']!r}),"
+            f"doc_md={task['doc_md']!r}, retries={task['retries']!r}, "
+            f"retry_delay={_seconds(task['retry_delay'])}),"
         )
     lines.append("    }")
     for task_id, task in dag["tasks"].items():
