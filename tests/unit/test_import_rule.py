@@ -1,6 +1,7 @@
 """The import rule that keeps DAG parsing cheap, checked in a fresh interpreter: importing the package, its
-operators and sensors, and building a DAG with the training operators and the sensor, must not import the
-Kubernetes clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers).
+operators and sensors, and building a DAG with each operator and sensor, must not import the Kubernetes
+clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers), nor the typed
+spec modules (their dataclasses cost code generation in every dag-processor fork; ``execute`` renders).
 
 The UI plugin is imported by every Airflow process that loads plugins (workers, the dag processor), so the
 plugin module, the extra links and the provider metadata obey the same rule, and none of them may pull in
