@@ -18,7 +18,6 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.manifests.batch_rules import check_batch_fields
 from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.serving_rules import (
     AUTOSCALING_DEFAULTS,
@@ -326,6 +325,8 @@ def _batch_fields(values: Mapping[str, Any], model_uri: str) -> dict[str, Any]:
 
 def check_cronjob_args(values: Mapping[str, Any]) -> None:
     """The CronJob operator's spec arguments by the rule functions, building nothing (DAG parse time)."""
+    from airflow_k8s_ml.manifests.batch_rules import check_batch_fields  # the cron grammar: CronJobs only
+
     model_uri = resolve_model_uri(values.get("model_uri"))
     fields = _batch_fields(values, model_uri)
     injected = {"MODEL_URI": model_uri, "INPUT_URI": fields["input_uri"], "OUTPUT_URI": fields["output_uri"]}
