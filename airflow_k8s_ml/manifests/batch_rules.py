@@ -20,7 +20,7 @@ from airflow_k8s_ml.manifests.validation import (
     check_int,
     check_non_empty_str,
     check_optional_int,
-    fail,
+    with_defaults,
 )
 
 __all__ = ["BATCH_DEFAULTS", "BATCH_URIS", "check_batch_fields"]
@@ -48,10 +48,7 @@ BATCH_DEFAULTS: Mapping[str, Any] = {
 
 def check_batch_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """Check a batch run's arguments (the URIs and any of :data:`BATCH_DEFAULTS`); return all, normalised."""
-    unknown = sorted(set(values) - {*BATCH_URIS, *BATCH_DEFAULTS})
-    if unknown:
-        raise fail(unknown[0], "is not an argument of a batch-inference run")
-    batch = {**BATCH_DEFAULTS, **values}
+    batch = with_defaults(values, BATCH_DEFAULTS, BATCH_URIS)
     for name in BATCH_URIS:
         check_non_empty_str(batch.get(name), name)
     if batch["schedule"] is not None:

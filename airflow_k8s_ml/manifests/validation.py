@@ -31,6 +31,7 @@ __all__ = [
     "renamed_fields",
     "require",
     "store_checked",
+    "with_defaults",
 ]
 
 #: What a templated string stands for during parse-time validation: valid as an image, a name, a label
@@ -68,6 +69,17 @@ def renamed_fields(names: Mapping[str, str]) -> Iterator[None]:
         if field is None:
             raise
         raise ValidationError(field, exc.message) from None
+
+
+def with_defaults(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A rules function's input: every field, defaults filled in; a key that is no field is named."""
+    known = {*defaults, *required}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValidationError(unknown[0], "is not an argument of this workload")
+    return {**defaults, **values}
 
 
 def store_checked(spec: object, checked: Mapping[str, Any]) -> None:
