@@ -9,8 +9,9 @@ file before it gets here, so leftover ``{{ }}``/``{% %}`` means it was not rende
 Why the typed arguments' rules apply here too: ``nvidia.com/gpu: "0.5"`` or ``memory: "2GB"`` in a raw Job is
 accepted by the API server (or not even looked at until scheduling) and makes a Job that never gets a pod.
 The same rule functions that judge ``requests=``/``gpus=``/``active_deadline_seconds=`` judge the manifest's
-fields (:func:`_renamed` only translates the argument name in the error into the manifest path), and every
-error names the operator argument and the path inside it: ``manifest.spec.template.spec.containers[0]...``.
+fields (:func:`~.validation.renamed_fields` only translates the argument's name in an error into the
+manifest path), and every error names the operator argument and the path inside it:
+``manifest.spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]``.
 """
 
 from __future__ import annotations
@@ -261,7 +262,8 @@ def _check_pytorchjob_spec(spec: Mapping[str, Any]) -> None:
     with renamed_fields({arg: f"spec.runPolicy.{key}" for arg, key in _RUN_POLICY_FIELDS.items()}):
         check_pytorchjob_fields(_given(run_policy, _RUN_POLICY_FIELDS))
     for role, replica in replicas.items():
-        values = _given(replica or {}, {"workers": "replicas", "restart_policy": "restartPolicy"})
+        fields = replica if isinstance(replica, Mapping) else {}
+        values = _given(fields, {"workers": "replicas", "restart_policy": "restartPolicy"})
         if role == "Master":
             values.pop("workers", None)
         where = f"spec.pytorchReplicaSpecs.{role}"
