@@ -10,9 +10,12 @@ package must stay import-light.
 Five DAG files: one EmptyOperator (the baseline), one FineTuneJobOperator (the headline ratio: same task
 count, so the difference is what our package costs), a three-task pipeline using both training operators and
 the sensor, the shipped ``dags/nightly_finetune.py`` (seven tasks, Params, branching), and its *twin*: the
-same DAG (id, schedule, Params, default args, task ids, trigger rules, dependencies) with every operator an
-``EmptyOperator``. The twin is generated from the real DAG's structure, read in a fresh interpreter, so it
-cannot drift; nightly vs twin is what our operators cost in a real DAG file (goal <= 1.2).
+same DAG (id, schedule, Params, default args, template filter names, task ids, trigger rules, retries,
+dependencies) with every operator an ``EmptyOperator``. The twin is generated from the real DAG's structure,
+read in a fresh interpreter (never in this parent, which must not import our package), so it cannot drift;
+nightly vs twin is what the operators cost in a real DAG file (goal <= 1.2). The twin replaces the DAG's two
+standard Python operators too; their module is pre-imported by the manager, so only their construction is
+counted with ours.
 
 Prints, per DAG file, the median per parse measured three ways - inside the child (load + serialise),
 fork-to-exit as the manager sees it, and the child's CPU time (least sensitive to machine load) - and the
