@@ -180,11 +180,14 @@ print(";".join((
     ",".join(sorted(n for n in sys.modules if n.startswith("airflow_k8s_ml."))),
 )))
 """
-#: The typed specs and the run identity: dataclass modules that only ``execute`` may load (they cost code
-#: generation in every dag-processor fork).
-SPEC_MODULES = {
-    f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "serving", "batch", "naming")
+#: What only ``execute`` (or the triggerer) may load: the typed specs and the run identity, the checkpoint
+#: store and manifest (dataclass modules, which cost code generation in every dag-processor fork), the wait
+#: decision and the triggers.
+EXECUTE_ONLY = {
+    *(f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "serving", "batch", "naming")),
+    *(f"airflow_k8s_ml.checkpoints.{name}" for name in ("store", "manifest")),
 }
+EXECUTE_ONLY_PACKAGES = ("airflow_k8s_ml.triggers", "airflow_k8s_ml.status")
 
 
 def test_every_operator_and_sensor_has_a_case() -> None:
@@ -197,11 +200,13 @@ def test_every_operator_and_sensor_has_a_case() -> None:
 @pytest.mark.parametrize("name", sorted(CONSTRUCT))
 def test_each_operator_and_sensor_parses_without_heavy_modules_or_specs(name: str) -> None:
     """In a fresh interpreter, importing one operator (or sensor) and building it in a DAG imports no
-    Kubernetes client, aiohttp, boto3/botocore or torch, and none of the typed spec modules."""
+    Kubernetes client, aiohttp, boto3/botocore or torch, and nothing only ``execute`` needs."""
     import airflow_k8s_ml.operators
 
     package = "operators" if name in airflow_k8s_ml.operators.__all__ else "sensors"
     script = CONSTRUCT_ONE.format(package=package, name=name, construct=CONSTRUCT[name])
     heavy, loaded = heavy_modules_after(script).split(";")
     assert heavy == ""
-    assert set(loaded.split(",")) & SPEC_MODULES == set()
+    modules = set(loaded.split(","))
+    assert modules & EXECUTE_ONLY == set()
+    assert [m for m in modules if m.startswith(EXECUTE_ONLY_PACKAGES)] == []
