@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators._adopt import ReturnResult, WorkloadRecord
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["DEFAULT_COMMAND", "URI_ENV", "BatchInferenceJobOperator", "check_batch_uri"]
+__all__ = ["DEFAULT_COMMAND", "URI_ENV", "BatchInferenceJobOperator", "check_batch_uri", "check_batch_uris"]
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
 DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
@@ -69,6 +69,22 @@ def check_batch_uri(value: Any, field: str) -> str | None:
 
     parse_uri(text, field)  # a bucket-less s3:// or a relative/'..' file path is named here
     return text
+
+
+def check_batch_uris(values: Mapping[str, Any]) -> dict[str, str | None]:
+    """The three URIs of a batch run (Job or CronJob form), each by :func:`check_batch_uri`, and
+    ``output_uri`` distinct from ``input_uri``. Templated ones (None) wait until they are rendered."""
+    uris = {field: check_batch_uri(values[field], field) for field in URI_ENV}
+    if uris["input_uri"] is not None and uris["output_uri"] is not None:
+        from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+        if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
+            raise ValidationError(
+                "output_uri",
+                f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
+                "input by the next run",
+            )
+    return uris
 
 
 def _check_static_scheme(value: Any, field: str) -> None:
@@ -155,16 +171,7 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
         """The base checks plus the URIs: at parse time (placeholders skipped) and in ``execute`` before the
         first API call."""
         super()._check_common(values)
-        uris = {field: check_batch_uri(values[field], field) for field in URI_ENV}
-        if uris["input_uri"] is not None and uris["output_uri"] is not None:
-            from airflow_k8s_ml.checkpoints.uri import parse_uri
-
-            if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
-                raise ValidationError(
-                    "output_uri",
-                    f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
-                    "input by the next run",
-                )
+        check_batch_uris(values)
 
     def _injected_env(self, values: Mapping[str, Any], resume_uri: str | None) -> dict[str, str]:
         """The base env plus ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (a user env setting one of them is
