@@ -266,6 +266,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self, context: Context, client: KubeClient, key: RunKey, namespace: str, result: dict[str, Any]
     ) -> Any:
         from airflow_k8s_ml.kube.serving_ops import create_job_from_cronjob
+        from airflow_k8s_ml.manifests.batch import job_from_cronjob
         from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
         from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult, decide, observe
 
@@ -285,13 +286,15 @@ class BatchInferenceCronJobOperator(BaseOperator):
         else:
             attempt = decision.attempt if hasattr(decision, "attempt") else 1
             attempt_key = RunKey(key.dag_id, key.task_id, key.run_id, key.map_index, attempt)
+            job_name = manual_job_name(self.name, attempt_key)
             job, how = create_job_from_cronjob(
                 client,
                 self.name,
                 namespace,
-                manual_job_name(self.name, attempt_key),
-                labels=attempt_key.labels(),
-                annotations=attempt_key.annotations(),
+                job_name,
+                lambda cronjob: job_from_cronjob(
+                    cronjob, job_name, labels=attempt_key.labels(), annotations=attempt_key.annotations()
+                ),
             )
             self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, job["metadata"]["name"], self.name)
         kwargs = {"result": result, "attempts": max([f.attempt for f in found] + [1])}
