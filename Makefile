@@ -32,11 +32,15 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q tests
 
+# ruff, and the layer contracts of .importlinter (pure layers, local cluster, kube, sensors)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check airflow_k8s_ml dags tests bench
+	$(VENV)/bin/lint-imports --no-cache
 
+# mypy on the package; --strict on the pure layers (the shared core, manifests, status, deadlines)
 typecheck: $(STAMP)
 	$(VENV)/bin/mypy
+	$(VENV)/bin/mypy --strict airflow_k8s_ml/k8s airflow_k8s_ml/manifests airflow_k8s_ml/status airflow_k8s_ml/deadlines.py
 
 # Every bench/ script, one after the other (about 20 minutes; they share no state).
 bench: $(STAMP)

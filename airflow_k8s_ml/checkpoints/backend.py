@@ -10,11 +10,22 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Protocol
 
+from airflow_k8s_ml.errors import CheckpointError
+
 if TYPE_CHECKING:
     from airflow_k8s_ml.checkpoints.uri import Location
 
 Source = str | bytes
 """A local file path or the bytes themselves."""
+
+
+class ContentRefused(CheckpointError):
+    """The storage itself refused an object's bytes as not matching the checksum it recorded for them.
+
+    Why a class of its own: that is corruption at rest, a property of the checkpoint (the store reports it
+    as a problem, so ``allow_older`` can pass over it), not a failure to reach the storage (which must fail
+    the task rather than silently fall back to an older checkpoint).
+    """
 
 
 class Backend(Protocol):
@@ -41,7 +52,8 @@ class Backend(Protocol):
         ...
 
     def hash_object(self, folder: str, key: str) -> tuple[int | None, str | None]:
-        """Size and hex sha256 of the bytes, streamed; ``(None, None)`` if absent."""
+        """Size and hex sha256 of the bytes, streamed; ``(None, None)`` if absent; :class:`ContentRefused`
+        if the storage refuses the bytes as not matching its own checksum."""
         ...
 
     def download(self, folder: str, key: str, dest: str) -> tuple[int, str]:

@@ -47,8 +47,7 @@ def check_gate(scan: Scan, rules: list[MetricRule], allow_older: bool, base_uri:
     """
     latest = scan.latest
     if latest is None:
-        found = _bullets(scan.skipped) or "  (no step-<N> folders)"
-        raise CheckpointError(f"no complete checkpoint under {base_uri}:\n{found}")
+        raise CheckpointError(f"no complete checkpoint under {base_uri}: {_found(scan.skipped)}")
     if scan.skipped and not allow_older:
         raise CheckpointError(
             f"the newest checkpoint under {base_uri} is not usable:\n{_bullets(scan.skipped)}\n"
@@ -63,6 +62,14 @@ def check_gate(scan: Scan, rules: list[MetricRule], allow_older: bool, base_uri:
             f"{len(failures)} of {len(rules)} metric rules:\n{lines}"
         )
     return GateResult(latest, list(scan.skipped))
+
+
+def _found(skipped: list[Checkpoint]) -> str:
+    """What was there instead, starting on the first line (a task's failure summary shows only that one)."""
+    if not skipped:
+        return "no step-<N> folders there (the base is empty or does not exist)"
+    count = f"{len(skipped)} step folder{'s' if len(skipped) > 1 else ''}"
+    return f"found {count}, none complete:\n{_bullets(skipped)}"
 
 
 def _bullets(checkpoints: list[Checkpoint]) -> str:

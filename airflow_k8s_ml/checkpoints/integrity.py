@@ -15,10 +15,12 @@ values, because "corrupt" alone sends an operator on a hunt.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Literal, get_args
+from typing import TYPE_CHECKING, Literal, get_args
 
-from airflow_k8s_ml.checkpoints.manifest import Manifest, ManifestFile
 from airflow_k8s_ml.errors import ValidationError
+
+if TYPE_CHECKING:  # operators check ``verify`` with check_mode at DAG parse time: no dataclass module then
+    from airflow_k8s_ml.checkpoints.manifest import Manifest, ManifestFile
 
 VerifyMode = Literal["none", "checksums", "full"]
 VERIFY_MODES: tuple[str, ...] = get_args(VerifyMode)

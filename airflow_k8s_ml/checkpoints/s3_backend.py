@@ -17,9 +17,11 @@ from __future__ import annotations
 import hashlib
 import os
 import posixpath
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
-from airflow_k8s_ml.checkpoints.backend import Source
+from airflow_k8s_ml.checkpoints.backend import ContentRefused, Source
 from airflow_k8s_ml.checkpoints.manifest import (
     MANIFEST_NAME,
     composite_sha256,
@@ -51,6 +53,21 @@ def env_s3_client() -> Any:
 def _error_code(exc: Exception) -> str:
     response = getattr(exc, "response", None) or {}
     return str(response.get("Error", {}).get("Code", ""))
+
+
+@contextmanager
+def _content_checked(uri: str) -> Iterator[None]:
+    """botocore validates a streamed body against the checksum S3 stored (``FlexibleChecksumError``):
+    a mismatch is corruption at rest, reported as :class:`ContentRefused`."""
+    try:
+        yield
+    except Exception as exc:
+        from botocore.exceptions import FlexibleChecksumError
+
+        if not isinstance(exc, FlexibleChecksumError):
+            raise
+        message = f"S3 refused the bytes of {uri} as not matching its stored checksum: {exc}"
+        raise ContentRefused(message) from exc
 
 
 class S3Backend:
@@ -131,7 +148,7 @@ class S3Backend:
         body = self._get(folder, key)
         if body is None:
             return None, None
-        with body:
+        with body, _content_checked(self._uri(folder, key)):
             return sha256_stream(body)
 
     def download(self, folder: str, key: str, dest: str) -> tuple[int, str]:
@@ -139,7 +156,7 @@ class S3Backend:
         if body is None:
             raise CheckpointError(f"{self._uri(folder, key)} is missing")
         digest, size = hashlib.sha256(), 0
-        with body, open(dest, "wb") as out:
+        with body, open(dest, "wb") as out, _content_checked(self._uri(folder, key)):
             for block in body.iter_chunks(MiB):
                 digest.update(block)
                 size += len(block)

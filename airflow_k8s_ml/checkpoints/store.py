@@ -17,7 +17,7 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from airflow_k8s_ml.checkpoints.backend import Backend, open_backend
+from airflow_k8s_ml.checkpoints.backend import Backend, ContentRefused, open_backend
 from airflow_k8s_ml.checkpoints.integrity import (
     VerifyMode,
     check_mode,
@@ -247,7 +247,10 @@ class CheckpointStore:
         else:  # "full", or a filesystem that records no checksums: hash the bytes
 
             def check(entry: ManifestFile) -> str | None:
-                size, sha = backend.hash_object(folder, entry.storage_key)
+                try:
+                    size, sha = backend.hash_object(folder, entry.storage_key)
+                except ContentRefused as exc:
+                    return f"{entry.path}: {exc}"
                 return content_problem(entry, size, sha)
 
         return [p for p in self._parallel(check, entries) if p]

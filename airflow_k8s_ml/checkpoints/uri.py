@@ -7,7 +7,6 @@ same mistakes (a relative path, a bucket-less URI) are rejected once, with the a
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import unquote, urlsplit
 
@@ -16,18 +15,46 @@ from airflow_k8s_ml.errors import ValidationError
 Scheme = Literal["s3", "file"]
 
 
-@dataclass(frozen=True)
 class Location:
     """A storage prefix: for ``s3`` a bucket plus key prefix, for ``file`` an absolute directory.
 
     ``prefix`` never has a leading or trailing slash (``""`` is the bucket root); ``path`` is the absolute
-    directory for ``file`` and ``""`` for ``s3``.
+    directory for ``file`` and ``""`` for ``s3``. An immutable value (equal by its fields, hashable).
+
+    (A plain class, not a dataclass: operators parse literal URIs at DAG parse time, in a fresh
+    dag-processor fork each time, and a dataclass costs code generation when its module is imported.)
     """
 
+    __slots__ = ("bucket", "path", "prefix", "scheme")
+
     scheme: Scheme
-    bucket: str = ""
-    prefix: str = ""
-    path: str = ""
+    bucket: str
+    prefix: str
+    path: str
+
+    def __init__(self, scheme: Scheme, bucket: str = "", prefix: str = "", path: str = "") -> None:
+        object.__setattr__(self, "scheme", scheme)
+        object.__setattr__(self, "bucket", bucket)
+        object.__setattr__(self, "prefix", prefix)
+        object.__setattr__(self, "path", path)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Location is immutable; cannot set {name}")
+
+    def _fields(self) -> tuple[str, str, str, str]:
+        return (self.scheme, self.bucket, self.prefix, self.path)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Location) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return (
+            f"Location(scheme={self.scheme!r}, bucket={self.bucket!r}, prefix={self.prefix!r}, "
+            f"path={self.path!r})"
+        )
 
     @property
     def uri(self) -> str:

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 from urllib.parse import quote
 
 from airflow_k8s_ml.errors import ApiError
+from airflow_k8s_ml.k8s.selectors import format_label_selector
 from airflow_k8s_ml.kube.apply_plan import desired_digest, is_unchanged, stamped
 from airflow_k8s_ml.kube.requests import Request, watch_request
 from airflow_k8s_ml.kube.resources import resource_of
 from airflow_k8s_ml.kube.sync_client import KubeClient, stream_lines
-from airflow_k8s_ml.manifests.batch import job_from_cronjob
 
 __all__ = [
     "PendingApply",
@@ -177,17 +177,15 @@ def apply_objects(
     return [write_pending(client, item) for item in pending]
 
 
-def _selector(labels: Mapping[str, str]) -> str:
-    return ",".join(f"{k}={v}" for k, v in labels.items())
-
-
 def replica_sets_of(client: KubeClient, deployment: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The ReplicaSets controlled by ``deployment``: its selector, narrowed to the controller reference
     (``metav1.IsControlledBy``), so an orphaned or foreign ReplicaSet with the same labels never counts."""
     meta = deployment.get("metadata") or {}
     match_labels = ((deployment.get("spec") or {}).get("selector") or {}).get("matchLabels") or {}
     uid = meta.get("uid")
-    items = client.list("apps/v1", "ReplicaSet", meta.get("namespace"), _selector(match_labels) or None)
+    items = client.list(
+        "apps/v1", "ReplicaSet", meta.get("namespace"), format_label_selector(match_labels) or None
+    )
     return [
         rs
         for rs in items
@@ -204,20 +202,20 @@ def create_job_from_cronjob(
     cronjob_name: str,
     namespace: str,
     job_name: str,
-    *,
-    labels: Mapping[str, str] | None = None,
-    annotations: Mapping[str, str] | None = None,
+    build_job: Callable[[Mapping[str, Any]], dict[str, Any]],
 ) -> tuple[dict[str, Any], str]:
     """``kubectl create job <job_name> --from=cronjob/<cronjob_name>``, adopting on retry.
 
-    Returns ``(job, "created" | "adopted")``. An existing Job of that name is adopted only if the same CronJob
-    (by uid) controls it; anything else is a conflict we must not paper over.
+    ``build_job`` turns the live CronJob into the Job to create (the caller renders it: building objects is
+    ``manifests/``' job, sending them this module's). Returns ``(job, "created" | "adopted")``. An existing
+    Job of that name is adopted only if the same CronJob (by uid) controls it; anything else is a conflict
+    we must not paper over.
     """
     cronjob = client.get("batch/v1", "CronJob", cronjob_name, namespace)
     if cronjob is None:
         raise ApiError(404, "NotFound", f'cronjobs.batch "{cronjob_name}" not found')
     cronjob.setdefault("kind", "CronJob")
-    job = job_from_cronjob(cronjob, job_name, labels=labels, annotations=annotations)
+    job = build_job(cronjob)
     try:
         return client.create(job), "created"
     except ApiError as exc:

@@ -13,13 +13,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests._jobs import check_job_options, job_spec
-from airflow_k8s_ml.manifests.cron import (
-    next_schedule_time,
-    parse_schedule,
-    validate_schedule,
-    validate_time_zone,
-)
+from airflow_k8s_ml.manifests._jobs import job_spec
+from airflow_k8s_ml.manifests.batch_rules import BATCH_DEFAULTS, BATCH_URIS, check_batch_fields
+from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.formats import validate_annotations, validate_labels, validate_name
 from airflow_k8s_ml.manifests.naming import (
     ANNOTATION_PREFIX,
@@ -29,14 +25,7 @@ from airflow_k8s_ml.manifests.naming import (
     object_meta,
 )
 from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
-from airflow_k8s_ml.manifests.validation import (
-    check_bool,
-    check_choice,
-    check_int,
-    check_non_empty_str,
-    check_optional_int,
-    fail,
-)
+from airflow_k8s_ml.manifests.validation import fail, store_checked
 
 __all__ = [
     "BATCH_CONTAINER",
@@ -87,25 +76,8 @@ class BatchInferenceSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.pod, PodTemplate):
             raise fail("pod", f"must be a PodTemplate, got {type(self.pod).__name__}")
-        for name in ("model_uri", "input_uri", "output_uri"):
-            check_non_empty_str(getattr(self, name), name)
-        if self.schedule is not None:
-            parse_schedule(self.schedule, "schedule")
-        validate_time_zone(self.time_zone, "time_zone")
-        check_choice(self.concurrency_policy, ("Allow", "Forbid", "Replace"), "concurrency_policy")
-        check_optional_int(self.starting_deadline_seconds, "starting_deadline_seconds", minimum=0)
-        check_int(self.successful_jobs_history_limit, "successful_jobs_history_limit", minimum=0)
-        check_int(self.failed_jobs_history_limit, "failed_jobs_history_limit", minimum=0)
-        check_bool(self.suspend, "suspend")
-        check_int(self.backoff_limit, "backoff_limit", minimum=0)
-        check_job_options(
-            restart_policy=self.restart_policy,
-            backoff_limit=self.backoff_limit,
-            active_deadline_seconds=self.active_deadline_seconds,
-            ttl_seconds_after_finished=self.ttl_seconds_after_finished,
-        )
-        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
-        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+        values = {name: getattr(self, name) for name in (*BATCH_URIS, *BATCH_DEFAULTS)}
+        store_checked(self, check_batch_fields(values))
 
     def env(self) -> dict[str, str]:
         return {"MODEL_URI": self.model_uri, "INPUT_URI": self.input_uri, "OUTPUT_URI": self.output_uri}
@@ -113,7 +85,7 @@ class BatchInferenceSpec:
 
 def _job_body(
     spec: BatchInferenceSpec, template_labels: Mapping[str, str], template_annotations: Any
-) -> dict:
+) -> dict[str, Any]:
     template = build_pod_template(
         spec.pod,
         labels=template_labels,

@@ -62,33 +62,33 @@ def _check_length(value: str, maximum: int, field: str) -> None:
 
 def validate_dns1123_label(value: Any, field: str, *, max_length: int = DNS1123_LABEL_MAX) -> str:
     """RFC 1123 label: namespaces, container names, port names, volume names."""
-    value = check_non_empty_str(value, field)
-    _check_length(value, min(max_length, DNS1123_LABEL_MAX), field)
-    if not is_dns1123_label(value):
-        raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 label {_LABEL_HINT}")
-    return value
+    text = check_non_empty_str(value, field)
+    _check_length(text, min(max_length, DNS1123_LABEL_MAX), field)
+    if not is_dns1123_label(text):
+        raise fail(field, f"invalid name {text!r}: a lowercase RFC 1123 label {_LABEL_HINT}")
+    return text
 
 
 def validate_dns1123_subdomain(value: Any, field: str, *, max_length: int = DNS1123_SUBDOMAIN_MAX) -> str:
     """RFC 1123 subdomain: most object names (Job, CronJob, Deployment, ConfigMap, Secret, ...)."""
-    value = check_non_empty_str(value, field)
-    _check_length(value, min(max_length, DNS1123_SUBDOMAIN_MAX), field)
-    if not is_dns1123_subdomain(value):
-        raise fail(field, f"invalid name {value!r}: a lowercase RFC 1123 subdomain {_LABEL_HINT} or '.'")
-    return value
+    text = check_non_empty_str(value, field)
+    _check_length(text, min(max_length, DNS1123_SUBDOMAIN_MAX), field)
+    if not is_dns1123_subdomain(text):
+        raise fail(field, f"invalid name {text!r}: a lowercase RFC 1123 subdomain {_LABEL_HINT} or '.'")
+    return text
 
 
 def validate_dns1035_label(value: Any, field: str, *, max_length: int = DNS1035_LABEL_MAX) -> str:
     """RFC 1035 label: Services (their name becomes a DNS name) and PyTorchJobs (whose pods get Services)."""
-    value = check_non_empty_str(value, field)
-    _check_length(value, min(max_length, DNS1035_LABEL_MAX), field)
-    if not is_dns1035_label(value):
+    text = check_non_empty_str(value, field)
+    _check_length(text, min(max_length, DNS1035_LABEL_MAX), field)
+    if not is_dns1035_label(text):
         raise fail(
             field,
-            f"invalid name {value!r}: an RFC 1035 label must start with a lowercase letter, end with a "
+            f"invalid name {text!r}: an RFC 1035 label must start with a lowercase letter, end with a "
             "lowercase letter or digit and contain only lowercase letters, digits and '-'",
         )
-    return value
+    return text
 
 
 def validate_namespace(value: Any, field: str = "namespace") -> str:

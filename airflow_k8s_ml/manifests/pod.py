@@ -17,6 +17,7 @@ from airflow_k8s_ml.manifests.formats import validate_dns1123_label
 from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.pod_rules import (
     SHM_VOLUME,
+    check_injected_env,
     check_pod_fields,
     toleration_fields,
     volume_fields,
@@ -276,10 +277,8 @@ class PodTemplate:
     def env_list(self, extra_env: Mapping[str, str] | None = None) -> list[dict[str, Any]]:
         """Injected variables first, then the user's; secrets and config maps only as references."""
         extra = dict(extra_env or {})
-        for name in ("env", "secret_env", "config_map_env", "field_env"):
-            for var in getattr(self, name):
-                if var in extra:
-                    raise fail(f"{name}[{var}]", f"{var} is set by the operator ({extra[var]!r}); remove it")
+        env_maps = ("env", "secret_env", "config_map_env", "field_env")
+        check_injected_env({name: getattr(self, name) for name in env_maps}, extra)
         out: list[dict[str, Any]] = [{"name": k, "value": v} for k, v in extra.items()]
         out += [{"name": k, "value": v} for k, v in self.env.items()]
         for var, ref in self.secret_env.items():

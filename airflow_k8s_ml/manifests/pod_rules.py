@@ -46,6 +46,7 @@ __all__ = [
     "SHM_VOLUME",
     "TOLERATION_DEFAULTS",
     "VOLUME_DEFAULTS",
+    "check_injected_env",
     "check_pod_fields",
     "toleration_fields",
     "volume_fields",
@@ -229,6 +230,15 @@ def check_pod_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     pod["labels"] = validate_labels(pod["labels"], "labels")
     pod["annotations"] = validate_annotations(pod["annotations"], "annotations")
     return pod
+
+
+def check_injected_env(pod: Mapping[str, Any], injected: Mapping[str, str]) -> None:
+    """No variable of the pod's (``env``, ``secret_env``, ``config_map_env``, ``field_env``) may be one the
+    operator injects: the user's would silently lose (or win), so it is an error naming it."""
+    for name in ("env", "secret_env", "config_map_env", "field_env"):
+        for var in pod.get(name) or {}:
+            if var in injected:
+                raise fail(f"{name}[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it")
 
 
 def _parse_key_ref(ref: Any, field: str, what: str) -> tuple[str, str]:

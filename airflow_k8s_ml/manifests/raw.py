@@ -5,6 +5,13 @@ the run labels (on the object *and* its pod templates, so pods are found by the 
 suspend rule. A raw manifest that bypassed these would break adoption, deadlines and log streaming in ways
 that are hard to see. Templates are plain YAML: Airflow's own templating (``template_ext``) may render the
 file before it gets here, so leftover ``{{ }}``/``{% %}`` means it was not rendered and is refused.
+
+Why the typed arguments' rules apply here too: ``nvidia.com/gpu: "0.5"`` or ``memory: "2GB"`` in a raw Job is
+accepted by the API server (or not even looked at until scheduling) and makes a Job that never gets a pod.
+The same rule functions that judge ``requests=``/``gpus=``/``active_deadline_seconds=`` judge the manifest's
+fields (:func:`~.validation.renamed_fields` only translates the argument's name in an error into the
+manifest path), and every error names the operator argument and the path inside it:
+``manifest.spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]``.
 """
 
 from __future__ import annotations
@@ -12,19 +19,25 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests._jobs import check_job_options
 from airflow_k8s_ml.manifests.cron import parse_schedule, validate_time_zone
 from airflow_k8s_ml.manifests.formats import (
     validate_annotations,
+    validate_dns1123_label,
     validate_labels,
     validate_name,
     validate_namespace,
 )
 from airflow_k8s_ml.manifests.naming import merge_labels
+from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
-from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
+from airflow_k8s_ml.manifests.validation import PLACEHOLDER, fail, renamed_fields
 
 __all__ = [
     "SUPPORTED_KINDS",
@@ -133,20 +146,129 @@ def pod_templates(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
                 yield f"spec.pytorchReplicaSpecs.{role}.template", replica.setdefault("template", {})
 
 
+@contextmanager
+def _inside(argument: str) -> Iterator[None]:
+    """Errors about the manifest's content name the operator argument first: ``manifest.spec...``."""
+    try:
+        yield
+    except ValidationError as exc:
+        if exc.field == argument or exc.field.startswith(f"{argument}."):
+            raise
+        raise fail(f"{argument}.{exc.field}", exc.message) from None
+
+
+def _given(source: Mapping[str, Any], keys: Mapping[str, str]) -> dict[str, Any]:
+    """``{argument: source[key]}`` for the keys present; a parse-time placeholder is judged once rendered."""
+    return {arg: source[key] for arg, key in keys.items() if key in source and source[key] != PLACEHOLDER}
+
+
+def _literal_map(value: Any) -> Any:
+    if not isinstance(value, Mapping):
+        return value
+    return {key: item for key, item in value.items() if item != PLACEHOLDER}
+
+
+#: Pod-spec fields judged by the typed pod arguments' rules (:func:`check_pod_fields`).
+_POD_SPEC_FIELDS = {
+    "service_account": "serviceAccountName",
+    "scheduler_name": "schedulerName",
+    "priority_class_name": "priorityClassName",
+    "termination_grace_period_seconds": "terminationGracePeriodSeconds",
+}
+
+
+def _check_container(
+    where: str, container: Mapping[str, Any], pod_spec: Mapping[str, Any], path: str
+) -> None:
+    """Name, image, quantities and GPUs of one container, by the rules of the typed pod arguments."""
+    validate_dns1123_label(container.get("name"), f"{where}.name")
+    resources = container.get("resources") or {}
+    if not isinstance(resources, Mapping):
+        raise fail(f"{where}.resources", f"must be a mapping, got {type(resources).__name__}")
+    values = {
+        "image": container.get("image"),
+        "requests": _literal_map(resources.get("requests") or {}),
+        "limits": _literal_map(resources.get("limits") or {}),
+        **_given(pod_spec, _POD_SPEC_FIELDS),
+    }
+    paths = {
+        "image": f"{where}.image",
+        "requests": f"{where}.resources.requests",
+        "limits": f"{where}.resources.limits",
+        **{arg: f"{path}.spec.{key}" for arg, key in _POD_SPEC_FIELDS.items()},
+    }
+    with renamed_fields(paths):
+        check_pod_fields(values)
+
+
 def _check_containers(path: str, template: Mapping[str, Any], required_container: str | None) -> None:
-    containers = (template.get("spec") or {}).get("containers")
+    pod_spec = template.get("spec") or {}
+    containers = pod_spec.get("containers")
     if not isinstance(containers, list) or not containers:
         raise fail(f"{path}.spec.containers", "at least one container is required")
     names = []
-    for index, container in enumerate(containers):
-        where = f"{path}.spec.containers[{index}]"
-        if not isinstance(container, Mapping) or not container.get("name"):
-            raise fail(f"{where}.name", "is required")
-        if not isinstance(container.get("image"), str) or not container["image"].strip():
-            raise fail(f"{where}.image", "is required")
-        names.append(container["name"])
+    for key in ("initContainers", "containers"):
+        for index, container in enumerate(pod_spec.get(key) or []):
+            where = f"{path}.spec.{key}[{index}]"
+            if not isinstance(container, Mapping) or not container.get("name"):
+                raise fail(f"{where}.name", "is required")
+            if not isinstance(container.get("image"), str) or not container["image"].strip():
+                raise fail(f"{where}.image", "is required")
+            _check_container(where, container, pod_spec, path)
+            if key == "containers":
+                names.append(container["name"])
     if required_container is not None and required_container not in names:
         raise fail(f"{path}.spec.containers", f"a container named {required_container!r} is required")
+
+
+#: JobSpec fields and the typed arguments whose rules (:func:`check_job_options`) judge them.
+_JOB_FIELDS = {
+    "backoff_limit": "backoffLimit",
+    "active_deadline_seconds": "activeDeadlineSeconds",
+    "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
+    "pod_failure_policy": "podFailurePolicy",
+}
+
+
+def _check_job_spec(job_spec: Mapping[str, Any], where: str) -> None:
+    """A Job's (or a CronJob's job template's) restart policy, retry and deadline fields."""
+    pod_spec = (job_spec.get("template") or {}).get("spec") or {}
+    options = {name: None for name in _JOB_FIELDS} | _given(job_spec, _JOB_FIELDS)
+    paths = {arg: f"{where}.{key}" for arg, key in _JOB_FIELDS.items()}
+    paths["restart_policy"] = f"{where}.template.spec.restartPolicy"
+    with renamed_fields(paths):
+        check_job_options(restart_policy=pod_spec.get("restartPolicy"), **options)
+
+
+#: PyTorchJob ``runPolicy`` fields and the typed arguments whose rules judge them.
+_RUN_POLICY_FIELDS = {
+    "backoff_limit": "backoffLimit",
+    "active_deadline_seconds": "activeDeadlineSeconds",
+    "ttl_seconds_after_finished": "ttlSecondsAfterFinished",
+    "clean_pod_policy": "cleanPodPolicy",
+}
+
+
+def _check_pytorchjob_spec(spec: Mapping[str, Any]) -> None:
+    replicas = spec.get("pytorchReplicaSpecs")
+    if not isinstance(replicas, dict) or "Master" not in replicas:
+        raise fail("spec.pytorchReplicaSpecs", "a Master replica spec is required")
+    unknown = set(replicas) - {"Master", "Worker"}
+    if unknown:
+        raise fail("spec.pytorchReplicaSpecs", f"only Master and Worker are supported, got {sorted(unknown)}")
+    if (replicas["Master"] or {}).get("replicas", 1) != 1:
+        raise fail("spec.pytorchReplicaSpecs.Master.replicas", "must be exactly 1")
+    run_policy = spec.get("runPolicy") or {}
+    with renamed_fields({arg: f"spec.runPolicy.{key}" for arg, key in _RUN_POLICY_FIELDS.items()}):
+        check_pytorchjob_fields(_given(run_policy, _RUN_POLICY_FIELDS))
+    for role, replica in replicas.items():
+        fields = replica if isinstance(replica, Mapping) else {}
+        values = _given(fields, {"workers": "replicas", "restart_policy": "restartPolicy"})
+        if role == "Master":
+            values.pop("workers", None)
+        where = f"spec.pytorchReplicaSpecs.{role}"
+        with renamed_fields({"workers": f"{where}.replicas", "restart_policy": f"{where}.restartPolicy"}):
+            check_pytorchjob_fields(values)
 
 
 def _check_kind_rules(obj: dict[str, Any]) -> None:
@@ -158,22 +280,13 @@ def _check_kind_rules(obj: dict[str, Any]) -> None:
         parse_schedule(spec.get("schedule"), "spec.schedule")
         validate_time_zone(spec.get("timeZone"), "spec.timeZone")
     if kind == "PyTorchJob":
-        replicas = spec.get("pytorchReplicaSpecs")
-        if not isinstance(replicas, dict) or "Master" not in replicas:
-            raise fail("spec.pytorchReplicaSpecs", "a Master replica spec is required")
-        unknown = set(replicas) - {"Master", "Worker"}
-        if unknown:
-            raise fail(
-                "spec.pytorchReplicaSpecs", f"only Master and Worker are supported, got {sorted(unknown)}"
-            )
-        if (replicas["Master"] or {}).get("replicas", 1) != 1:
-            raise fail("spec.pytorchReplicaSpecs.Master.replicas", "must be exactly 1")
+        _check_pytorchjob_spec(spec)
     for path, template in pod_templates(obj):
         _check_containers(path, template, PYTORCH_CONTAINER if kind == "PyTorchJob" else None)
-        if kind in ("Job", "CronJob"):
-            policy = (template.get("spec") or {}).get("restartPolicy")
-            if policy not in ("Never", "OnFailure"):
-                raise fail(f"{path}.spec.restartPolicy", 'must be "Never" or "OnFailure" for Job pods')
+    if kind == "Job":
+        _check_job_spec(spec, "spec")
+    elif kind == "CronJob":
+        _check_job_spec(spec["jobTemplate"]["spec"], "spec.jobTemplate.spec")
 
 
 def _apply_queue_rule(obj: dict[str, Any], labels: Mapping[str, str]) -> None:
@@ -204,7 +317,6 @@ def _set_name_and_namespace(obj: dict[str, Any], name: str | None, namespace: st
     validate_name(obj["kind"], metadata.get("name"), "metadata.name", max_length=max_length)
     existing = metadata.get("namespace")
     if namespace is not None:
-        validate_namespace(namespace)
         if existing is not None and existing != namespace:
             raise fail("metadata.namespace", f"is {existing!r} but the operator runs in {namespace!r}")
         metadata["namespace"] = namespace
@@ -220,16 +332,35 @@ def prepare_manifest(
     labels: Mapping[str, str] | None = None,
     annotations: Mapping[str, str] | None = None,
     kinds: frozenset[tuple[str, str]] | None = None,
+    argument: str = "manifest",
 ) -> dict[str, Any]:
     """Load, check and label a raw manifest; returns a new dict ready to submit.
 
     ``name`` (the operator's deterministic name) replaces ``metadata.name``; ``namespace`` fills in a missing
     one and must match an explicit one; ``labels``/``annotations`` (the run identity) are added to the object
     and to each pod template; ``kinds`` restricts which (apiVersion, kind) the calling operator accepts.
+    An error about the manifest's content names ``argument`` and the path inside it
+    (``manifest.spec.template.spec.containers[0].resources.limits[nvidia.com/gpu]``).
     """
-    obj = strip_status(load_manifest(manifest))
+    if namespace is not None:
+        validate_namespace(namespace)
+    ours = validate_labels(labels or {}, "labels")
+    ours_annotations = validate_annotations(annotations or {}, "annotations")
+    with _inside(argument):
+        obj = strip_status(load_manifest(manifest))
+        _check_manifest(obj, kinds if kinds is not None else SUPPORTED_KINDS)
+        _set_name_and_namespace(obj, name, namespace)
+        _label(obj, ours, ours_annotations)
+        _apply_queue_rule(obj, obj["metadata"]["labels"])
+    metadata = obj["metadata"]
+    for key_name in ("labels", "annotations"):
+        if not metadata[key_name]:
+            del metadata[key_name]
+    return obj
+
+
+def _check_manifest(obj: dict[str, Any], allowed: frozenset[tuple[str, str]]) -> None:
     key = (obj.get("apiVersion"), obj.get("kind"))
-    allowed = kinds if kinds is not None else SUPPORTED_KINDS
     if key not in allowed:
         supported = ", ".join(f"{a} {k}" for a, k in sorted(allowed))
         raise fail("kind", f"unsupported apiVersion/kind {key[0]} {key[1]}; supported: {supported}")
@@ -238,9 +369,10 @@ def prepare_manifest(
     obj.setdefault("metadata", {})
     if obj["kind"] in _WORKLOAD_KINDS:
         _check_kind_rules(obj)
-    _set_name_and_namespace(obj, name, namespace)
-    ours = validate_labels(labels or {}, "labels")
-    ours_annotations = validate_annotations(annotations or {}, "annotations")
+
+
+def _label(obj: dict[str, Any], ours: dict[str, str], ours_annotations: dict[str, str]) -> None:
+    """The run identity on the object and on each pod template (a user label may not spoof ours)."""
     metadata = obj["metadata"]
     user_labels = validate_labels(metadata.get("labels") or {}, "metadata.labels")
     metadata["labels"] = merge_labels(ours, user_labels, "metadata.labels")
@@ -256,8 +388,3 @@ def prepare_manifest(
         )
         if ours_annotations:
             template_meta["annotations"] = {**(template_meta.get("annotations") or {}), **ours_annotations}
-    _apply_queue_rule(obj, metadata["labels"])
-    for key_name in ("labels", "annotations"):
-        if not metadata[key_name]:
-            del metadata[key_name]
-    return obj

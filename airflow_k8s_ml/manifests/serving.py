@@ -19,31 +19,26 @@ Why these choices:
 from __future__ import annotations
 
 import copy
-import ipaddress
 import math
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests.formats import (
-    validate_annotations,
-    validate_labels,
-    validate_name,
-    validate_namespace,
-)
 from airflow_k8s_ml.manifests.naming import ANNOTATION_PREFIX, merge_labels, object_meta, sanitize_label_value
 from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
-from airflow_k8s_ml.manifests.quantities import Quantity, format_quantity, parse_quantity
-from airflow_k8s_ml.manifests.validation import (
-    check_choice,
-    check_int,
-    check_non_empty_str,
-    check_optional_int,
-    check_port,
-    check_str_sequence,
-    fail,
+from airflow_k8s_ml.manifests.quantities import Quantity, format_quantity
+from airflow_k8s_ml.manifests.serving_rules import (
+    AUTOSCALING_DEFAULTS,
+    DEFAULT_STARTUP_TIMEOUT,
+    INFERENCE_DEFAULTS,
+    INGRESS_DEFAULTS,
+    check_autoscaling_fields,
+    check_inference_fields,
+    check_ingress_fields,
+    check_server_name,
+    initial_replicas,
 )
+from airflow_k8s_ml.manifests.validation import fail, store_checked
 
 __all__ = [
     "DEFAULT_STARTUP_TIMEOUT",
@@ -71,22 +66,6 @@ INFERENCE_CONTAINER = "server"
 #: second of the model being loaded. Only until the first success; the steady probes use
 #: ``probe_period_seconds``.
 STARTUP_PROBE_PERIOD = 1
-#: How long a pod may take to load its model before the kubelet restarts it (the startupProbe's budget);
-#: Kubernetes' own default progress deadline, so a slow load is never killed before the rollout would fail.
-DEFAULT_STARTUP_TIMEOUT = 600
-_PERCENT = re.compile(r"^(100|[1-9]?[0-9])%$")
-
-
-def _int_or_percent(value: Any, field_name: str) -> int | str:
-    if isinstance(value, str):
-        if not _PERCENT.match(value):
-            raise fail(field_name, f"must be an integer or a percentage like '25%', got {value!r}")
-        return value
-    return check_int(value, field_name, minimum=0)
-
-
-def _is_zero(value: int | str) -> bool:
-    return value in (0, "0%")
 
 
 @dataclass(frozen=True)
@@ -107,34 +86,8 @@ class Autoscaling:
     scale_down_stabilization_seconds: int | None = None
 
     def __post_init__(self) -> None:
-        check_int(self.min_replicas, "autoscaling.min_replicas", minimum=1)
-        check_int(self.max_replicas, "autoscaling.max_replicas", minimum=1)
-        if self.max_replicas < self.min_replicas:
-            raise fail("autoscaling.max_replicas", f"must be >= min_replicas ({self.min_replicas})")
-        check_optional_int(self.target_cpu_utilization, "autoscaling.target_cpu_utilization", minimum=1)
-        check_choice(self.metric_type, ("Pods", "External"), "autoscaling.metric_type")
-        if self.metric_name is None and self.target_cpu_utilization is None:
-            raise fail("autoscaling", "needs target_cpu_utilization or metric_name (or both)")
-        if self.metric_name is not None:
-            check_non_empty_str(self.metric_name, "autoscaling.metric_name")
-            if self.metric_target is None:
-                raise fail(
-                    "autoscaling.metric_target", "is required with metric_name (average value per pod)"
-                )
-        if self.metric_target is not None:
-            if self.metric_name is None:
-                raise fail("autoscaling.metric_target", "given without metric_name")
-            if parse_quantity(format_quantity(self.metric_target, "autoscaling.metric_target")) <= 0:
-                raise fail("autoscaling.metric_target", "must be greater than 0")
-        object.__setattr__(
-            self, "metric_selector", validate_labels(self.metric_selector, "autoscaling.metric_selector")
-        )
-        check_optional_int(
-            self.scale_down_stabilization_seconds,
-            "autoscaling.scale_down_stabilization_seconds",
-            minimum=0,
-            maximum=3600,
-        )
+        fields = ("max_replicas", *AUTOSCALING_DEFAULTS)
+        store_checked(self, check_autoscaling_fields({name: getattr(self, name) for name in fields}))
 
     def metrics(self) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -172,22 +125,7 @@ class IngressPolicy:
     from_cidrs: Sequence[str] = ()
 
     def __post_init__(self) -> None:
-        namespaces = check_str_sequence(self.from_namespaces, "network_policy.from_namespaces")
-        for index, ns in enumerate(namespaces):
-            validate_namespace(ns, f"network_policy.from_namespaces[{index}]")
-        object.__setattr__(self, "from_namespaces", namespaces)
-        object.__setattr__(
-            self, "from_pod_labels", validate_labels(self.from_pod_labels, "network_policy.from_pod_labels")
-        )
-        cidrs = check_str_sequence(self.from_cidrs, "network_policy.from_cidrs")
-        for index, cidr in enumerate(cidrs):
-            try:
-                ipaddress.ip_network(cidr, strict=True)
-            except ValueError as exc:
-                raise fail(f"network_policy.from_cidrs[{index}]", f"invalid CIDR {cidr!r}: {exc}") from exc
-        object.__setattr__(self, "from_cidrs", cidrs)
-        if not (namespaces or self.from_pod_labels or cidrs):
-            raise fail("network_policy", "needs at least one of from_namespaces, from_pod_labels, from_cidrs")
+        store_checked(self, check_ingress_fields({name: getattr(self, name) for name in INGRESS_DEFAULTS}))
 
     def peers(self) -> list[dict[str, Any]]:
         peers: list[dict[str, Any]] = [
@@ -234,61 +172,24 @@ class InferenceSpec:
     def __post_init__(self) -> None:
         if not isinstance(self.pod, PodTemplate):
             raise fail("pod", f"must be a PodTemplate, got {type(self.pod).__name__}")
-        check_non_empty_str(self.model_uri, "model_uri")
-        check_optional_int(self.replicas, "replicas", minimum=0)
-        if self.autoscaling is not None:
-            if not isinstance(self.autoscaling, Autoscaling):
-                raise fail("autoscaling", f"must be an Autoscaling, got {type(self.autoscaling).__name__}")
-            if self.replicas is not None:
-                raise fail("replicas", "conflicts with autoscaling: the HPA owns the replica count")
-            if self.autoscaling.target_cpu_utilization is not None and "cpu" not in self.pod.requests:
-                raise fail("requests", "a cpu request is required for a CPU-utilisation HPA target")
-        check_port(self.port, "port")
-        check_port(self.service_port, "service_port")
-        for name in ("readiness_path", "liveness_path"):
-            path = getattr(self, name)
-            if path is not None and (not isinstance(path, str) or not path.startswith("/")):
-                raise fail(name, f"must be an absolute URL path like '/healthz', got {path!r}")
-        check_optional_int(self.startup_timeout_seconds, "startup_timeout_seconds", minimum=1)
-        check_int(self.probe_period_seconds, "probe_period_seconds", minimum=1)
-        surge = _int_or_percent(self.max_surge, "max_surge")
-        unavailable = _int_or_percent(self.max_unavailable, "max_unavailable")
-        if _is_zero(surge) and _is_zero(unavailable):
-            raise fail(
-                "max_unavailable", "may not be 0 when max_surge is 0 (the rollout could never progress)"
-            )
-        check_int(self.min_ready_seconds, "min_ready_seconds", minimum=0)
-        check_int(self.progress_deadline_seconds, "progress_deadline_seconds", minimum=1)
-        if self.progress_deadline_seconds <= self.min_ready_seconds:
-            raise fail("progress_deadline_seconds", "must be greater than min_ready_seconds")
-        check_int(self.revision_history_limit, "revision_history_limit", minimum=0)
-        self._check_pdb()
+        if self.autoscaling is not None and not isinstance(self.autoscaling, Autoscaling):
+            raise fail("autoscaling", f"must be an Autoscaling, got {type(self.autoscaling).__name__}")
         if self.network_policy is not None and not isinstance(self.network_policy, IngressPolicy):
             raise fail(
                 "network_policy", f"must be an IngressPolicy, got {type(self.network_policy).__name__}"
             )
-        object.__setattr__(self, "labels", validate_labels(self.labels, "labels"))
-        object.__setattr__(self, "annotations", validate_annotations(self.annotations, "annotations"))
+        values = {name: getattr(self, name) for name in ("model_uri", *INFERENCE_DEFAULTS)}
+        checked = check_inference_fields(values, requests=self.pod.requests, autoscaling=self._scaling())
+        store_checked(self, checked)
 
-    def _check_pdb(self) -> None:
-        if self.pdb_min_available is None:
-            return
-        value = _int_or_percent(self.pdb_min_available, "pdb_min_available")
-        floor = self.initial_replicas
-        if isinstance(value, int) and value >= floor:
-            raise fail(
-                "pdb_min_available",
-                f"{value} >= replicas ({floor}) would block every voluntary eviction (node drains hang); "
-                "use fewer or more replicas",
-            )
-        if value == "100%":
-            raise fail("pdb_min_available", "100% would block every voluntary eviction (node drains hang)")
+    def _scaling(self) -> dict[str, Any] | None:
+        if self.autoscaling is None:
+            return None
+        return {name: getattr(self.autoscaling, name) for name in ("max_replicas", *AUTOSCALING_DEFAULTS)}
 
     @property
     def initial_replicas(self) -> int:
-        if self.autoscaling is not None:
-            return self.autoscaling.min_replicas
-        return 1 if self.replicas is None else self.replicas
+        return initial_replicas(self.replicas, self._scaling())
 
     def probes(self) -> dict[str, dict[str, Any]]:
         def http_probe(path: str, period: int, failure_threshold: int = 3) -> dict[str, Any]:
@@ -314,16 +215,11 @@ def selector_labels(name: str) -> dict[str, str]:
     return {SELECTOR_LABEL: name}
 
 
-def _check_name(name: str) -> None:
-    # The Service shares the name, so the stricter DNS-1035 rule applies to every object.
-    validate_name("Service", name, "name")
-
-
 def _meta(
     kind: str, spec: InferenceSpec, name: str, namespace: str, labels: Any, annotations: Any
 ) -> dict[str, Any]:
     """Metadata of one object; only the Deployment names the model (the others do not depend on it)."""
-    _check_name(name)
+    check_server_name(name)
     ours = {**dict(labels or {}), **selector_labels(name)}
     notes = {**spec.annotations, **dict(annotations or {})}
     if kind == "Deployment":

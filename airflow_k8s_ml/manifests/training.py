@@ -23,7 +23,7 @@ from airflow_k8s_ml.manifests.training_rules import (
     check_finetune_job_fields,
     check_pytorchjob_fields,
 )
-from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.manifests.validation import fail, store_checked
 
 __all__ = [
     "CLEAN_POD_POLICIES",
@@ -39,12 +39,6 @@ __all__ = [
 
 #: The training operator requires the training container to be named ``pytorch``.
 PYTORCH_CONTAINER = "pytorch"
-
-
-def _apply(spec: object, checked: Mapping[str, Any]) -> None:
-    """Store the rules' normalised values on a frozen spec."""
-    for name, value in checked.items():
-        object.__setattr__(spec, name, value)
 
 
 def _check_pod(pod: Any, name: str) -> PodTemplate:
@@ -77,7 +71,8 @@ class FineTuneJobSpec:
 
     def __post_init__(self) -> None:
         _check_pod(self.pod, "pod")
-        _apply(self, check_finetune_job_fields({name: getattr(self, name) for name in FINETUNE_JOB_DEFAULTS}))
+        values = {name: getattr(self, name) for name in FINETUNE_JOB_DEFAULTS}
+        store_checked(self, check_finetune_job_fields(values))
 
     @property
     def effective_suspend(self) -> bool:
@@ -161,7 +156,8 @@ class PyTorchJobSpec:
             _check_pod(self.worker, "worker")
             if self.workers == 0:
                 raise fail("worker", "a worker pod was given but workers is 0")
-        _apply(self, check_pytorchjob_fields({name: getattr(self, name) for name in PYTORCHJOB_DEFAULTS}))
+        values = {name: getattr(self, name) for name in PYTORCHJOB_DEFAULTS}
+        store_checked(self, check_pytorchjob_fields(values))
 
     @property
     def effective_suspend(self) -> bool:

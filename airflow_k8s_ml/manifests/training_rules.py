@@ -13,7 +13,14 @@ from typing import Any
 
 from airflow_k8s_ml.manifests._jobs import check_job_options
 from airflow_k8s_ml.manifests.formats import validate_annotations, validate_dns1123_subdomain, validate_labels
-from airflow_k8s_ml.manifests.validation import check_bool, check_choice, check_int, check_optional_int, fail
+from airflow_k8s_ml.manifests.validation import (
+    check_bool,
+    check_choice,
+    check_int,
+    check_optional_int,
+    fail,
+    with_defaults,
+)
 
 __all__ = [
     "CLEAN_POD_POLICIES",
@@ -64,13 +71,6 @@ PYTORCHJOB_DEFAULTS: Mapping[str, Any] = {
 }
 
 
-def _with_defaults(values: Mapping[str, Any], defaults: Mapping[str, Any]) -> dict[str, Any]:
-    unknown = sorted(set(values) - set(defaults))
-    if unknown:
-        raise fail(unknown[0], "is not an argument of this workload")
-    return {**defaults, **values}
-
-
 def _check_queue(queue_name: Any, suspend: Any) -> None:
     """Kueue admits a workload by un-suspending it, so one created unsuspended would bypass the queue."""
     if suspend is not None:
@@ -94,7 +94,7 @@ def _check_metadata(job: dict[str, Any]) -> dict[str, Any]:
 
 def check_finetune_job_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """Check a fine-tune Job's arguments (any of :data:`FINETUNE_JOB_DEFAULTS`); return all, normalised."""
-    job = _with_defaults(values, FINETUNE_JOB_DEFAULTS)
+    job = with_defaults(values, FINETUNE_JOB_DEFAULTS)
     check_job_options(
         restart_policy=job["restart_policy"],
         backoff_limit=job["backoff_limit"],
@@ -111,7 +111,7 @@ def check_finetune_job_fields(values: Mapping[str, Any]) -> dict[str, Any]:
 
 def check_pytorchjob_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     """Check a PyTorchJob's arguments (any of :data:`PYTORCHJOB_DEFAULTS`); return all, normalised."""
-    job = _with_defaults(values, PYTORCHJOB_DEFAULTS)
+    job = with_defaults(values, PYTORCHJOB_DEFAULTS)
     workers = check_int(job["workers"], "workers", minimum=0)
     nproc = job["nproc_per_node"]
     if isinstance(nproc, str) and not nproc.isdigit():

@@ -7,13 +7,15 @@ that ``field`` is always set, so an operator can tell the user *which* argument 
 
 from __future__ import annotations
 
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from typing import Any
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.k8s.names import is_env_var_name
 
 __all__ = [
+    "PLACEHOLDER",
     "ValidationError",
     "check_bool",
     "check_choice",
@@ -26,14 +28,61 @@ __all__ = [
     "check_str_map",
     "check_str_sequence",
     "fail",
+    "renamed_fields",
     "require",
+    "store_checked",
+    "with_defaults",
 ]
+
+#: What a templated string stands for during parse-time validation: valid as an image, a name, a label
+#: value and an environment value, so only the *other* arguments are judged before rendering. Defined here,
+#: beside the checks, because a raw manifest's rules (:mod:`~airflow_k8s_ml.manifests.raw`) must also leave
+#: a value that is still a template to be judged once rendered.
+PLACEHOLDER = "templated"
 
 
 
 def fail(field: str, message: str) -> ValidationError:
     """Build the error (callers ``raise fail(...)`` so type checkers see the raise)."""
     return ValidationError(field, message)
+
+
+def _renamed(field: str, names: Mapping[str, str]) -> str | None:
+    for old, new in names.items():
+        if field == old or field.startswith((f"{old}.", f"{old}[")):
+            return new + field[len(old) :]
+    return None
+
+
+@contextmanager
+def renamed_fields(names: Mapping[str, str]) -> Iterator[None]:
+    """Re-raise a ``ValidationError`` about field ``old`` (or inside it: ``old[k]``, ``old.x``) under
+    ``names[old]``: a rule written for one name (a spec field) reports the name the user wrote (an operator
+    argument, a manifest path)."""
+    try:
+        yield
+    except ValidationError as exc:
+        field = _renamed(exc.field, names)
+        if field is None:
+            raise
+        raise ValidationError(field, exc.message) from None
+
+
+def with_defaults(
+    values: Mapping[str, Any], defaults: Mapping[str, Any], required: Iterable[str] = ()
+) -> dict[str, Any]:
+    """A rules function's input: every field, defaults filled in; a key that is no field is named."""
+    known = {*defaults, *required}
+    unknown = sorted(set(values) - known)
+    if unknown:
+        raise ValidationError(unknown[0], "is not an argument of this workload")
+    return {**defaults, **values}
+
+
+def store_checked(spec: object, checked: Mapping[str, Any]) -> None:
+    """Store a rules function's normalised values on a frozen dataclass spec (in its ``__post_init__``)."""
+    for name, value in checked.items():
+        object.__setattr__(spec, name, value)
 
 
 def require(condition: bool, field: str, message: str) -> None:

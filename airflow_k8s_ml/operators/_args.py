@@ -10,14 +10,15 @@ operators; the sensors import them from those public modules.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import AbstractContextManager
 from typing import Any
 
 from airflow.exceptions import AirflowProviderDeprecationWarning
 
 from airflow_k8s_ml.deadlines import to_timedelta
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.validation import renamed_fields
 from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated, neutralize
 
@@ -75,17 +76,10 @@ POD_ARGUMENTS: Mapping[str, str] = {
 ARGUMENT_OF_FIELD: Mapping[str, str] = {field: arg for arg, field in POD_ARGUMENTS.items() if arg != field}
 
 
-@contextmanager
-def argument_names() -> Iterator[None]:
+def argument_names() -> AbstractContextManager[None]:
     """Re-raise a ``ValidationError`` about a PodTemplate field under the name of the operator argument the
     user wrote (``env_from[0]``, not ``env_from_secrets[0]``)."""
-    try:
-        yield
-    except ValidationError as exc:
-        for field, argument in ARGUMENT_OF_FIELD.items():
-            if exc.field == field or exc.field.startswith((f"{field}[", f"{field}.")):
-                raise ValidationError(argument + exc.field[len(field) :], exc.message) from None
-        raise
+    return renamed_fields(ARGUMENT_OF_FIELD)
 
 
 def renamed_argument(new_name: str, new: Any, old_name: str, old: Any) -> Any:

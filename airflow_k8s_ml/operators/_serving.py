@@ -4,34 +4,46 @@ Why the run labels here omit the attempt: Deployments, Services and CronJobs are
 run re-applies. Labelling them with the try number would make a plain task retry look like a change
 ("configured") when nothing about the serving state differs. A run-now Job *is* a per-attempt workload and
 gets :meth:`RunKey.labels` (with the attempt) from its operator instead.
+
+Why two paths from the arguments: :func:`check_inference_args` / :func:`check_cronjob_args` judge the
+arguments with the rule functions alone (``manifests/*_rules.py``), building nothing, because the operators
+run them in ``__init__`` on every DAG parse; :func:`inference_spec` / :func:`batch_spec` build the typed
+specs in ``execute``. Both read the arguments through the same helpers, and the specs apply the same rules in
+``__post_init__``, so the two cannot disagree. The spec modules are imported on use only.
 """
 
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
-from dataclasses import fields
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
-from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL, RunKey
-from airflow_k8s_ml.manifests.pod import PodTemplate
-from airflow_k8s_ml.manifests.serving import (
-    Autoscaling,
-    InferenceSpec,
-    IngressPolicy,
-    build_inference_objects,
+from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_injected_env, check_pod_fields
+from airflow_k8s_ml.manifests.serving_rules import (
+    AUTOSCALING_DEFAULTS,
+    INGRESS_DEFAULTS,
+    check_autoscaling_fields,
+    check_inference_fields,
+    check_ingress_fields,
+    check_server_name,
 )
-from airflow_k8s_ml.manifests.validation import fail
+from airflow_k8s_ml.manifests.validation import fail, renamed_fields
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS as ALL_POD_ARGUMENTS
 from airflow_k8s_ml.operators._args import argument_names
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
+    from airflow_k8s_ml.manifests.naming import RunKey
+    from airflow_k8s_ml.manifests.pod import PodTemplate
+    from airflow_k8s_ml.manifests.serving import InferenceSpec
 
 __all__ = [
     "CRONJOB_ARGUMENTS",
     "DEPLOYMENT_OPTIONS",
     "POD_ARGUMENTS",
     "batch_spec",
-    "coerce_dataclass",
+    "check_cronjob_args",
+    "check_inference_args",
     "inference_spec",
     "json_merge",
     "object_labels",
@@ -41,11 +53,11 @@ __all__ = [
     "run_key",
 ]
 
-T = TypeVar("T")
-
 
 def run_key(context: Mapping[str, Any]) -> RunKey:
     """The task instance of this execution (``context["ti"]``); ``attempt`` is Airflow's try number."""
+    from airflow_k8s_ml.manifests.naming import RunKey
+
     ti = context.get("ti") or context.get("task_instance")
     if ti is None:
         raise fail("context", "needs 'ti' (the running task instance) to label objects with the DAG run")
@@ -61,6 +73,8 @@ def run_key(context: Mapping[str, Any]) -> RunKey:
 
 def object_labels(key: RunKey) -> tuple[dict[str, str], dict[str, str]]:
     """(labels, annotations) for a long-lived object: the task instance, without the attempt."""
+    from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
+
     annotations = key.annotations()
     annotations.pop(ATTEMPT_LABEL, None)
     return key.task_instance_labels(), annotations
@@ -73,19 +87,6 @@ def resolve_model_uri(value: Any, field_name: str = "model_uri") -> str:
     if not isinstance(value, str) or not value.strip():
         raise fail(field_name, f"must be a URI or the checkpoint gate's XCom with a 'uri', got {value!r}")
     return value
-
-
-def coerce_dataclass(cls: type[T], value: Any, field_name: str) -> T | None:
-    """``None``, an instance of ``cls``, or a mapping of its fields (DAG-file friendly, serialisable)."""
-    if value is None or isinstance(value, cls):
-        return value
-    if not isinstance(value, Mapping):
-        raise fail(field_name, f"must be a {cls.__name__} or a mapping, got {type(value).__name__}")
-    known = {f.name for f in fields(cls)}  # type: ignore[arg-type]
-    unknown = sorted(set(value) - known)
-    if unknown:
-        raise fail(f"{field_name}.{unknown[0]}", f"unknown key; expected one of {', '.join(sorted(known))}")
-    return cls(**value)
 
 
 def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str, Any]:
@@ -128,6 +129,10 @@ DEPLOYMENT_OPTIONS = (
 )
 
 
+#: InferenceSpec field -> where the user wrote it.
+_OPTION_ARGUMENTS = {name: f"deployment_options.{name}" for name in DEPLOYMENT_OPTIONS}
+
+
 def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -139,14 +144,14 @@ def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str,
     return dict(value)
 
 
-def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodTemplate:
-    """The pod from the top-level pod arguments plus ``pod_options`` (any other PodTemplate field).
+def _pod_arguments(values: Mapping[str, Any], *, pod_ip_env: bool) -> dict[str, Any]:
+    """PodTemplate arguments from the top-level pod arguments plus ``pod_options`` (any other field).
 
     ``pod_ip_env`` adds ``POD_IP`` from the downward API (``status.podIP``) unless the user sets it: a
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    extra_fields = tuple(f.name for f in fields(PodTemplate) if f.name not in POD_ARGUMENTS.values())
+    extra_fields = tuple(name for name in ("image", *POD_DEFAULTS) if name not in POD_ARGUMENTS.values())
     options = _options(values.get("pod_options"), extra_fields, "pod_options")
     given = {field: values[arg] for arg, field in POD_ARGUMENTS.items() if values.get(arg) is not None}
     if pod_ip_env:
@@ -155,28 +160,108 @@ def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodT
         user_vars |= set(options.get("config_map_env") or {})
         if POD_IP_ENV not in user_vars:
             options["field_env"] = {POD_IP_ENV: "status.podIP", **field_env}
+    return {**given, **options}
+
+
+def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodTemplate:
+    """The pod from the top-level pod arguments plus ``pod_options`` (see :func:`_pod_arguments`)."""
+    from airflow_k8s_ml.manifests.pod import PodTemplate
+
     with argument_names():
-        return PodTemplate(**given, **options)
+        return PodTemplate(**_pod_arguments(values, pod_ip_env=pod_ip_env))
+
+
+def _check_pod(
+    values: Mapping[str, Any], *, pod_ip_env: bool, injected_env: Mapping[str, str]
+) -> dict[str, Any]:
+    """The pod's arguments by the pod rules (building nothing); a variable we inject may not be set."""
+    with argument_names():
+        pod = check_pod_fields(_pod_arguments(values, pod_ip_env=pod_ip_env))
+        check_injected_env(pod, injected_env)
+    return pod
+
+
+def _checked(
+    value: Any,
+    check: Callable[[Mapping[str, Any]], dict[str, Any]],
+    kind: tuple[str, tuple[str, ...]],
+    field_name: str,
+) -> dict[str, Any] | None:
+    """``None``, or the checked fields of a typed value (``kind``: class name and fields) or of a mapping
+    of its fields (DAG-file friendly, serialisable)."""
+    if value is None:
+        return None
+    name, fields = kind
+    if type(value).__name__ == name:
+        value = {field: getattr(value, field) for field in fields}
+    if not isinstance(value, Mapping):
+        raise fail(field_name, f"must be a {name} or a mapping, got {type(value).__name__}")
+    return check(value)
+
+
+_AUTOSCALING = ("Autoscaling", ("max_replicas", *AUTOSCALING_DEFAULTS))
+_INGRESS_POLICY = ("IngressPolicy", tuple(INGRESS_DEFAULTS))
+
+
+def _autoscaling(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    return _checked(values.get("autoscaling"), check_autoscaling_fields, _AUTOSCALING, "autoscaling")
+
+
+def _network_policy(values: Mapping[str, Any]) -> dict[str, Any] | None:
+    return _checked(values.get("network_policy"), check_ingress_fields, _INGRESS_POLICY, "network_policy")
+
+
+def _server_fields(values: Mapping[str, Any], model_uri: str) -> dict[str, Any]:
+    """The InferenceSpec fields besides pod, autoscaling and network policy, as the operator gives them."""
+    options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
+    return {
+        "model_uri": model_uri,
+        "replicas": values.get("replicas"),
+        "port": values.get("port", 8080),
+        "service_port": values.get("service_port", 80),
+        "readiness_path": values.get("readiness_path", "/readyz"),
+        "liveness_path": values.get("liveness_path"),
+        "pdb_min_available": values.get("pdb_min_available"),
+        "labels": values.get("labels") or {},
+        "annotations": values.get("annotations") or {},
+        **options,
+    }
+
+
+def _server_env(model_uri: str, values: Mapping[str, Any]) -> dict[str, str]:
+    """What the model server's container gets from the operator (and the user may not set)."""
+    return {"MODEL_URI": model_uri, "PORT": str(values.get("port", 8080))}
+
+
+def check_inference_args(values: Mapping[str, Any]) -> None:
+    """Every argument of ``InferenceDeploymentOperator`` by the rule functions, building nothing: what
+    ``__init__`` runs on every DAG parse (templated values arrive as placeholders)."""
+    check_server_name(values["name"])
+    model_uri = resolve_model_uri(values.get("model_uri"))
+    pod = _check_pod(values, pod_ip_env=True, injected_env=_server_env(model_uri, values))
+    autoscaling = _autoscaling(values)
+    _network_policy(values)
+    with renamed_fields(_OPTION_ARGUMENTS):  # the user wrote deployment_options={"max_surge": ...}
+        check_inference_fields(
+            _server_fields(values, model_uri), requests=pod["requests"], autoscaling=autoscaling
+        )
 
 
 def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:
     """The InferenceSpec from the operator's (rendered) arguments; ``ValidationError`` names the field."""
-    options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
-    return InferenceSpec(
-        pod=pod_template(values, pod_ip_env=True),
-        model_uri=resolve_model_uri(values.get("model_uri")),
-        replicas=values.get("replicas"),
-        port=values.get("port", 8080),
-        service_port=values.get("service_port", 80),
-        readiness_path=values.get("readiness_path", "/readyz"),
-        liveness_path=values.get("liveness_path"),
-        autoscaling=coerce_dataclass(Autoscaling, values.get("autoscaling"), "autoscaling"),
-        pdb_min_available=values.get("pdb_min_available"),
-        network_policy=coerce_dataclass(IngressPolicy, values.get("network_policy"), "network_policy"),
-        labels=values.get("labels") or {},
-        annotations=values.get("annotations") or {},
-        **options,
-    )
+    from airflow_k8s_ml.manifests.serving import Autoscaling, InferenceSpec, IngressPolicy
+
+    pod = pod_template(values, pod_ip_env=True)
+    model_uri = resolve_model_uri(values.get("model_uri"))
+    fields = _server_fields(values, model_uri)
+    autoscaling, policy = _autoscaling(values), _network_policy(values)
+    with renamed_fields(_OPTION_ARGUMENTS):
+        return InferenceSpec(
+            pod=pod,
+            autoscaling=None if autoscaling is None else Autoscaling(**autoscaling),
+            network_policy=None if policy is None else IngressPolicy(**policy),
+            **fields,
+        )
 
 
 def render_inference(
@@ -184,6 +269,8 @@ def render_inference(
 ) -> list[dict[str, Any]]:
     """Every serving object in apply order, labelled with the run; ``overrides`` merged into the
     Deployment (identity and selector may not change: the Service and PDB depend on them)."""
+    from airflow_k8s_ml.manifests.serving import build_inference_objects
+
     labels, annotations = object_labels(key)
     objects = build_inference_objects(spec, name, namespace, labels, annotations)
     if not overrides:
@@ -224,14 +311,32 @@ CRONJOB_ARGUMENTS = (
 )
 
 
+def _batch_fields(values: Mapping[str, Any], model_uri: str) -> dict[str, Any]:
+    """The BatchInferenceSpec fields but the pod, as the CronJob operator gives them."""
+    return {
+        "model_uri": model_uri,
+        "input_uri": values.get("input_uri"),
+        "output_uri": values.get("output_uri"),
+        "labels": values.get("labels") or {},
+        "annotations": values.get("annotations") or {},
+        **{name: values[name] for name in CRONJOB_ARGUMENTS if name in values},
+    }
+
+
+def check_cronjob_args(values: Mapping[str, Any]) -> None:
+    """The CronJob operator's spec arguments by the rule functions, building nothing (DAG parse time)."""
+    from airflow_k8s_ml.manifests.batch_rules import check_batch_fields  # the cron grammar: CronJobs only
+
+    model_uri = resolve_model_uri(values.get("model_uri"))
+    fields = _batch_fields(values, model_uri)
+    injected = {"MODEL_URI": model_uri, "INPUT_URI": fields["input_uri"], "OUTPUT_URI": fields["output_uri"]}
+    _check_pod(values, pod_ip_env=False, injected_env=injected)
+    check_batch_fields(fields)
+
+
 def batch_spec(values: Mapping[str, Any]) -> BatchInferenceSpec:
     """:class:`BatchInferenceSpec` from the CronJob operator's (rendered) arguments."""
-    return BatchInferenceSpec(
-        pod=pod_template(values),
-        model_uri=resolve_model_uri(values.get("model_uri")),
-        input_uri=values.get("input_uri"),  # type: ignore[arg-type]
-        output_uri=values.get("output_uri"),  # type: ignore[arg-type]
-        labels=values.get("labels") or {},
-        annotations=values.get("annotations") or {},
-        **{name: values[name] for name in CRONJOB_ARGUMENTS if name in values},
-    )
+    from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
+
+    model_uri = resolve_model_uri(values.get("model_uri"))
+    return BatchInferenceSpec(pod=pod_template(values), **_batch_fields(values, model_uri))

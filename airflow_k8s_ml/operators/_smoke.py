@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from airflow_k8s_ml.manifests.validation import check_int, fail
@@ -115,14 +114,23 @@ def validate_smoke_args(
     check_int(expected_status, "expected_status", minimum=100, maximum=599)
 
 
-@dataclass(frozen=True)
 class SmokeOutcome:
-    """One checked response: ``problems`` empty means it passed."""
+    """One checked response: ``problems`` empty means it passed.
 
-    path: str
-    status: int
-    body: str
-    problems: list[str] = field(default_factory=list)
+    (A plain class, not a dataclass: this module is imported on every DAG parse for
+    :func:`validate_smoke_args`, and a dataclass costs code generation at import.)
+    """
+
+    __slots__ = ("body", "path", "problems", "status")
+
+    def __init__(self, path: str, status: int, body: str, problems: list[str] | None = None) -> None:
+        self.path = path
+        self.status = status
+        self.body = body
+        self.problems: list[str] = list(problems or [])
+
+    def __repr__(self) -> str:
+        return f"SmokeOutcome(path={self.path!r}, status={self.status}, problems={self.problems!r})"
 
     @property
     def ok(self) -> bool:

@@ -22,10 +22,8 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
-from airflow_k8s_ml.manifests.batch import build_cronjob
 from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
-from airflow_k8s_ml.manifests.formats import validate_namespace
-from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
+from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
@@ -33,6 +31,7 @@ from airflow_k8s_ml.operators._serving import (
     CRONJOB_ARGUMENTS,
     POD_ARGUMENTS,
     batch_spec,
+    check_cronjob_args,
     object_labels,
     run_key,
 )
@@ -41,11 +40,11 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["BatchInferenceCronJobOperator"]
 
-_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 _SCHEDULE_PLACEHOLDER = "0 0 * * *"
 
 
@@ -180,15 +179,40 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self.deadline = to_timedelta(deadline, "deadline")
         self.stream_logs = stream_logs
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
-        self._check(_parse_time_values(self._values()), _PARSE_TIME_KEY)  # a typo fails the DAG import
+        self._check_literals(_parse_time_values(self._values()))  # a typo fails the DAG import
 
     def _values(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._SPEC_ARGS}
 
     @staticmethod
-    def _check(values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> dict[str, Any]:
-        """The CronJob, rendered and validated (pure); schedule and time zone are checked first."""
+    def _check_first(values: Mapping[str, Any]) -> None:
+        """Schedule and time zone first (as documented), then the URIs by the rule of the Job form
+        (``output_uri`` distinct from ``input_uri``)."""
+        from airflow_k8s_ml.operators.batch_job import check_batch_uris
+
         validate_schedule(values["schedule"], values["time_zone"])
+        check_batch_uris(values)
+
+    @classmethod
+    def _check_literals(cls, values: Mapping[str, Any]) -> None:
+        """Parse time: the arguments by the rule functions, building nothing; ``labels`` (which may not take
+        our keys) are judged against the rendered CronJob, so when given it is rendered here too."""
+        cls._check_first(values)
+        if values["namespace"] is not None:
+            validate_namespace(values["namespace"])
+        validate_name("CronJob", values["name"], "name")
+        check_cronjob_args(values)
+        if values["labels"]:
+            from airflow_k8s_ml.operators._workload import parse_time_key
+
+            cls._check(values, parse_time_key())
+
+    @classmethod
+    def _check(cls, values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> dict[str, Any]:
+        """The CronJob, rendered and validated (pure): runs before any API call."""
+        from airflow_k8s_ml.manifests.batch import build_cronjob
+
+        cls._check_first(values)
         namespace = namespace or values["namespace"] or "default"
         validate_namespace(namespace)
         labels, annotations = object_labels(key)
@@ -242,6 +266,8 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self, context: Context, client: KubeClient, key: RunKey, namespace: str, result: dict[str, Any]
     ) -> Any:
         from airflow_k8s_ml.kube.serving_ops import create_job_from_cronjob
+        from airflow_k8s_ml.manifests.batch import job_from_cronjob
+        from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
         from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult, decide, observe
 
         found = [
@@ -260,13 +286,15 @@ class BatchInferenceCronJobOperator(BaseOperator):
         else:
             attempt = decision.attempt if hasattr(decision, "attempt") else 1
             attempt_key = RunKey(key.dag_id, key.task_id, key.run_id, key.map_index, attempt)
+            job_name = manual_job_name(self.name, attempt_key)
             job, how = create_job_from_cronjob(
                 client,
                 self.name,
                 namespace,
-                manual_job_name(self.name, attempt_key),
-                labels=attempt_key.labels(),
-                annotations=attempt_key.annotations(),
+                job_name,
+                lambda cronjob: job_from_cronjob(
+                    cronjob, job_name, labels=attempt_key.labels(), annotations=attempt_key.annotations()
+                ),
             )
             self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, job["metadata"]["name"], self.name)
         kwargs = {"result": result, "attempts": max([f.attempt for f in found] + [1])}

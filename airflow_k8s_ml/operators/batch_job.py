@@ -31,6 +31,7 @@ __all__ = [
     "URI_ENV",
     "BatchInferenceJobOperator",
     "check_batch_uri",
+    "check_batch_uris",
 ]
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
@@ -74,6 +75,22 @@ def check_batch_uri(value: Any, field: str) -> str | None:
     return text
 
 
+def check_batch_uris(values: Mapping[str, Any]) -> dict[str, str | None]:
+    """The three URIs of a batch run (Job or CronJob form), each by :func:`check_batch_uri`, and
+    ``output_uri`` distinct from ``input_uri``. Templated ones (None) wait until they are rendered."""
+    uris = {field: check_batch_uri(values[field], field) for field in URI_ENV}
+    if uris["input_uri"] is not None and uris["output_uri"] is not None:
+        from airflow_k8s_ml.checkpoints.uri import parse_uri
+
+        if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
+            raise ValidationError(
+                "output_uri",
+                f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
+                "input by the next run",
+            )
+    return uris
+
+
 def _check_static_scheme(value: Any, field: str) -> None:
     """Parse time, for a templated URI: its literal start, when it already names a scheme, must be ours.
 
@@ -100,17 +117,7 @@ class BatchJobArguments(NamedTuple):
 def check_uris(args: WorkloadArgs[BatchJobArguments]) -> None:
     """The URIs, at parse time (placeholders skipped) and in ``execute`` before the first API call; with a
     raw ``manifest=`` too (its containers get them)."""
-    own = args.own
-    uris = {field: check_batch_uri(getattr(own, field), field) for field in URI_ENV}
-    if uris["input_uri"] is not None and uris["output_uri"] is not None:
-        from airflow_k8s_ml.checkpoints.uri import parse_uri
-
-        if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
-            raise ValidationError(
-                "output_uri",
-                f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
-                "input by the next run",
-            )
+    check_batch_uris(args.own._asdict())
 
 
 def uri_env(args: WorkloadArgs[BatchJobArguments]) -> dict[str, str]:

@@ -3,7 +3,8 @@
 Finds the newest complete checkpoint under a base URI, verifies it (zero-download checksums by default),
 applies metric rules and pushes ``{"uri", "step", "metrics", "created_at"}`` for the deploy task. The policy
 itself lives in :func:`airflow_k8s_ml.checkpoints.gate.check_gate`; this class only wires Airflow to it.
-The store and the gate are imported in ``execute``: DAG parsing only checks the arguments.
+The store and the gate are imported in ``execute``: DAG parsing only checks the arguments, and imports the
+URI and rule parsers only for literal values (a templated base or rule set is checked once rendered).
 """
 
 from __future__ import annotations
@@ -14,8 +15,7 @@ from typing import Any
 from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.checkpoints.integrity import check_mode
-from airflow_k8s_ml.checkpoints.rules import parse_rules
-from airflow_k8s_ml.checkpoints.uri import parse_uri
+from airflow_k8s_ml.manifests.validation import check_bool
 from airflow_k8s_ml.operators.links import ApprovedCheckpointLink
 
 
@@ -53,18 +53,23 @@ class CheckpointCheckOperator(BaseOperator):
     ) -> None:
         super().__init__(**kwargs)
         if not _templated(base_uri):
+            from airflow_k8s_ml.checkpoints.uri import parse_uri
+
             parse_uri(base_uri, "base_uri")
         literal = metric_rules.values() if isinstance(metric_rules, Mapping) else [metric_rules]
         if not any(_templated(v) for v in literal):
+            from airflow_k8s_ml.checkpoints.rules import parse_rules
+
             parse_rules(metric_rules)  # fail at DAG parse time, not at 3 a.m.
         self.base_uri = base_uri
         self.metric_rules = metric_rules
         self.verify = check_mode(verify)
-        self.allow_older = allow_older
+        self.allow_older = check_bool(allow_older, "allow_older")
         self.aws_conn_id = aws_conn_id
 
     def execute(self, context: Any) -> dict[str, Any]:
         from airflow_k8s_ml.checkpoints.gate import check_gate
+        from airflow_k8s_ml.checkpoints.rules import parse_rules
         from airflow_k8s_ml.checkpoints.store import CheckpointStore
 
         rules = parse_rules(self.metric_rules)

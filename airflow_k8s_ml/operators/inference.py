@@ -12,8 +12,10 @@ second newest, which after a rerun or a concurrent deploy may not be what was li
 read before the apply and restore exactly its template. A first deploy has nothing to go back to: its
 objects stay for inspection and the task fails saying so.
 
-Import-light: ``kubernetes``, the trigger, the client and the execute-time helpers (rollout report, smoke
-probe, rollback) are imported inside the methods; DAG parsing only checks and renders the arguments.
+Import-light and declarative: ``kubernetes``, the trigger, the client, the typed specs and the execute-time
+helpers (rollout report, smoke probe, rollback) are imported inside the methods. ``__init__`` judges the
+literal arguments with the rule functions (:func:`~airflow_k8s_ml.operators._serving.check_inference_args`),
+building nothing; every object is rendered in ``execute``, from the rendered arguments, before any API call.
 """
 
 from __future__ import annotations
@@ -27,13 +29,12 @@ from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
-from airflow_k8s_ml.manifests.naming import RunKey
-from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER, SELECTOR_LABEL
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
 from airflow_k8s_ml.operators._serving import (
     POD_ARGUMENTS,
+    check_inference_args,
     inference_spec,
     render_inference,
     resolve_model_uri,
@@ -46,11 +47,14 @@ if TYPE_CHECKING:
     from airflow.sdk import Context
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
+    from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
 
 __all__ = ["InferenceDeploymentOperator"]
 
-_PARSE_TIME_KEY = RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
+#: What a templated smoke argument stands for at parse time: a valid path of its kind (the rendered value is
+#: checked in ``execute``; the placeholder itself is no path, so judging it would fail the DAG import).
+_PATH_STAND_INS = {"smoke_path": "/" + PLACEHOLDER, "expected_response": "$"}
 #: Optional objects and how to find a stale one to prune when the argument is dropped.
 _OPTIONAL_KINDS = (
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
@@ -60,11 +64,18 @@ _OPTIONAL_KINDS = (
 
 
 def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Templated strings and XComArgs (``gate.output``, resolved at run time) become placeholders."""
+    """Templated strings and XComArgs (``gate.output``, resolved at run time) become placeholders; a
+    templated smoke path or response path a valid stand-in (:data:`_PATH_STAND_INS`)."""
     out = neutralize(dict(values))
     for name, value in out.items():
         if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
             out[name] = PLACEHOLDER
+    for name, stand_in in _PATH_STAND_INS.items():
+        value = out[name]
+        if value == PLACEHOLDER:
+            out[name] = stand_in
+        elif isinstance(value, list | tuple):
+            out[name] = [stand_in if item == PLACEHOLDER else item for item in value]
     return out
 
 
@@ -74,6 +85,12 @@ def _seconds_or_zero(value: Any, field: str) -> float:
         return 0.0
     budget = to_timedelta(value, field)
     return 0.0 if budget is None else budget.total_seconds()
+
+
+def _check_smoke(values: Mapping[str, Any]) -> None:
+    validate_smoke_args(
+        values["smoke_path"], values["smoke_request"], values["expected_response"], values["expected_status"]
+    )
 
 
 class InferenceDeploymentOperator(BaseOperator):
@@ -208,7 +225,7 @@ class InferenceDeploymentOperator(BaseOperator):
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
-        self._check(_parse_time_values(self._values()), _PARSE_TIME_KEY)  # a typo fails the DAG import
+        self._check_literals(_parse_time_values(self._values()))  # a typo fails the DAG import
 
     # -- arguments --------------------------------------------------------------------------------------
     _SPEC_ARGS = (
@@ -238,16 +255,26 @@ class InferenceDeploymentOperator(BaseOperator):
     def _values(self) -> dict[str, Any]:
         return {name: getattr(self, name) for name in self._SPEC_ARGS}
 
-    def _check(self, values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> list[dict]:
+    @staticmethod
+    def _check_literals(values: Mapping[str, Any]) -> None:
+        """Parse time: the arguments by the rule functions, building nothing. ``labels`` (which may not take
+        our keys) and ``deployment_overrides`` (which may not change identity or selector) are judged
+        against the rendered objects, so when given they are rendered here too, as ``execute`` would."""
+        if values["namespace"] is not None:
+            validate_namespace(values["namespace"])
+        _check_smoke(values)
+        check_inference_args(values)
+        if values["labels"] or values["deployment_overrides"] is not None:
+            from airflow_k8s_ml.operators._workload import parse_time_key
+
+            InferenceDeploymentOperator._check(values, parse_time_key())
+
+    @staticmethod
+    def _check(values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> list[dict[str, Any]]:
         """Every object, rendered and validated (pure): runs before any API call."""
         namespace = namespace or values["namespace"] or "default"
         validate_namespace(namespace)
-        validate_smoke_args(
-            values["smoke_path"],
-            values["smoke_request"],
-            values["expected_response"],
-            values["expected_status"],
-        )
+        _check_smoke(values)
         spec = inference_spec(values)
         return render_inference(spec, values["name"], namespace, key, values["deployment_overrides"])
 
@@ -335,7 +362,7 @@ class InferenceDeploymentOperator(BaseOperator):
         down on every run.
         """
         from airflow_k8s_ml.kube.serving_ops import apply_objects, prune
-        from airflow_k8s_ml.manifests.serving import strip_replicas
+        from airflow_k8s_ml.manifests.serving import SELECTOR_LABEL, strip_replicas
 
         changes: dict[str, str] = {}
         deployment: dict[str, Any] = {}
@@ -406,6 +433,7 @@ class InferenceDeploymentOperator(BaseOperator):
         """What is wrong with the new revision's pods (crash loop, image pull...), with their last log lines
         in the task log: the failure message should say why, not only that the deadline passed."""
         from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.manifests.serving import INFERENCE_CONTAINER
         from airflow_k8s_ml.operators._rollback import POD_TEMPLATE_HASH_LABEL, revision_hash
         from airflow_k8s_ml.operators._rollout_report import pod_trouble
 

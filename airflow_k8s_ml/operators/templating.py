@@ -12,11 +12,10 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_k8s_ml.manifests.validation import PLACEHOLDER
+
 __all__ = ["PLACEHOLDER", "is_templated", "neutralize"]
 
-#: What a templated string stands for during parse-time validation: valid as an image, a name, a label
-#: value and an environment value, so only the *other* arguments are judged before rendering.
-PLACEHOLDER = "templated"
 
 _JINJA = re.compile(r"{{|{%")
 

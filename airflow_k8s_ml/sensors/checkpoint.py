@@ -1,7 +1,8 @@
 """``CheckpointSensor``: wait, with a deadline, until a complete checkpoint newer than a step or time appears.
 
 Deferrable by default: after one immediate check the wait moves to :class:`CheckpointTrigger`, freeing the
-worker slot. Importing this module does not import boto3 (the store builds its client on first use).
+worker slot. Import-light: the store, the manifest parser and the trigger (dataclass modules, costly in every
+dag-processor fork) are imported where they are used; ``__init__`` only checks the literal arguments.
 """
 
 from __future__ import annotations
@@ -14,11 +15,7 @@ from airflow.sdk import BaseSensorOperator, PokeReturnValue
 from airflow.sdk.exceptions import AirflowSensorTimeout, AirflowSkipException
 
 from airflow_k8s_ml.checkpoints.integrity import check_mode
-from airflow_k8s_ml.checkpoints.manifest import parse_time
-from airflow_k8s_ml.checkpoints.store import CheckpointStore
-from airflow_k8s_ml.checkpoints.uri import parse_uri
 from airflow_k8s_ml.errors import CheckpointError, ValidationError
-from airflow_k8s_ml.triggers.checkpoint import CheckpointEvent, CheckpointTrigger, describe_wait, find_newer
 
 
 def _templated(value: Any) -> bool:
@@ -56,9 +53,13 @@ class CheckpointSensor(BaseSensorOperator):
     ) -> None:
         super().__init__(poke_interval=poke_interval, **kwargs)
         if not _templated(base_uri):
+            from airflow_k8s_ml.checkpoints.uri import parse_uri
+
             parse_uri(base_uri, "base_uri")
         if deadline is not None and not isinstance(deadline, timedelta):
             raise ValidationError("deadline", f"must be a timedelta or None, got {type(deadline).__name__}")
+        if deadline is not None and deadline <= timedelta(0):
+            raise ValidationError("deadline", f"must be a positive duration, got {deadline}")
         self.base_uri = base_uri
         self.newer_than_step = newer_than_step
         self.newer_than_time = newer_than_time
@@ -80,6 +81,8 @@ class CheckpointSensor(BaseSensorOperator):
             ) from exc
 
     def _time(self) -> str | None:
+        from airflow_k8s_ml.checkpoints.manifest import parse_time
+
         if self.newer_than_time in (None, ""):
             return None
         try:
@@ -90,6 +93,8 @@ class CheckpointSensor(BaseSensorOperator):
             ) from exc
 
     def _start_deadline(self, context: Any) -> None:
+        from airflow_k8s_ml.checkpoints.manifest import parse_time
+
         if self.deadline is None:
             return
         started = datetime.now(UTC)
@@ -100,13 +105,19 @@ class CheckpointSensor(BaseSensorOperator):
         self._deadline_at = (started + self.deadline).isoformat()
 
     def _deadline_passed(self) -> bool:
+        from airflow_k8s_ml.checkpoints.manifest import parse_time
+
         return self._deadline_at is not None and datetime.now(UTC) >= parse_time(self._deadline_at)
 
     def _wanted(self) -> str:
+        from airflow_k8s_ml.triggers.checkpoint import describe_wait
+
         return describe_wait(self.base_uri, self._step(), self._time())
 
     # -- Airflow entry points -------------------------------------------------------------------------------
     def execute(self, context: Any) -> Any:
+        from airflow_k8s_ml.triggers.checkpoint import CheckpointTrigger
+
         self._start_deadline(context)
         if not self.deferrable:
             return super().execute(context)
@@ -129,6 +140,9 @@ class CheckpointSensor(BaseSensorOperator):
         )
 
     def poke(self, context: Any) -> bool | PokeReturnValue:
+        from airflow_k8s_ml.checkpoints.store import CheckpointStore
+        from airflow_k8s_ml.triggers.checkpoint import find_newer
+
         store = CheckpointStore(self.base_uri, self.aws_conn_id)
         match, newest = find_newer(store, self._step(), self._time(), self.verify)
         if match is not None:
@@ -140,6 +154,8 @@ class CheckpointSensor(BaseSensorOperator):
         return False
 
     def execute_complete(self, context: Any, event: dict[str, Any]) -> Any:
+        from airflow_k8s_ml.triggers.checkpoint import CheckpointEvent
+
         result = CheckpointEvent.from_payload(event)
         if result.status == "found":
             self.log.info("%s", result.message)

@@ -96,9 +96,8 @@ def test_newer_corrupt_checkpoint_blocks_the_gate_unless_allow_older(
 def test_gate_without_any_checkpoint(s3_bucket: str, local_s3: LocalS3) -> None:
     base = f"s3://{s3_bucket}/run"
     local_s3.client().put_object(Bucket=s3_bucket, Key="run/step-1/data-x/model.pt", Body=b"partial")
-    with pytest.raises(
-        CheckpointError, match=r"no complete checkpoint under .*\n  - step-1 .*no MANIFEST.json"
-    ):
+    expected = r"no complete checkpoint under .*: found 1 step folder, none complete:\n  - step-1 .*MANIFEST"
+    with pytest.raises(CheckpointError, match=expected):
         CheckpointCheckOperator(task_id="gate", base_uri=base, metric_rules=RULES).execute({})
 
 

@@ -52,7 +52,10 @@ def test_newer_unusable_checkpoint_fails_unless_allow_older() -> None:
 
 
 def test_nothing_complete() -> None:
-    with pytest.raises(CheckpointError, match=r"no complete checkpoint under s3://b/run1:\n  - step-3"):
+    with pytest.raises(
+        CheckpointError,
+        match=r"no complete checkpoint under s3://b/run1: found 1 step folder, none complete:\n  - step-3",
+    ):
         check_gate(Scan(None, [BROKEN]), RULES, True, BASE)
     with pytest.raises(CheckpointError, match="no step-<N> folders"):
         check_gate(Scan(None, []), RULES, True, BASE)

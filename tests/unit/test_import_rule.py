@@ -1,6 +1,7 @@
 """The import rule that keeps DAG parsing cheap, checked in a fresh interpreter: importing the package, its
-operators and sensors, and building a DAG with the training operators and the sensor, must not import the
-Kubernetes clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers).
+operators and sensors, and building a DAG with each operator and sensor, must not import the Kubernetes
+clients, aiohttp, boto3/botocore or torch (those load inside ``execute`` and the triggers), nor the typed
+spec modules (their dataclasses cost code generation in every dag-processor fork; ``execute`` renders).
 
 The UI plugin is imported by every Airflow process that loads plugins (workers, the dag processor), so the
 plugin module, the extra links and the provider metadata obey the same rule, and none of them may pull in
@@ -10,6 +11,8 @@ from __future__ import annotations
 
 import subprocess
 import sys
+
+import pytest
 
 HEAVY = ("kubernetes", "kubernetes_asyncio", "aiohttp", "boto3", "botocore", "torch")
 #: What only the api-server may load: the plugin's FastAPI app and what it reads with.
@@ -124,3 +127,86 @@ def test_parsing_the_nightly_dag_loads_nothing_of_the_ui() -> None:
         "print(','.join(sorted(n for n in (*HEAVY, *UI_ONLY) if n in sys.modules)))\n"
     )
     assert heavy_modules_after(code) == ""
+
+
+#: One construction per public operator and sensor, with the arguments that exercise its parse-time checks.
+#: ``test_every_operator_and_sensor_has_a_case`` keeps this list complete as operators are added.
+CONSTRUCT: dict[str, str] = {
+    "FineTuneJobOperator": (
+        "FineTuneJobOperator(task_id='t', image='trainer:1', command=['python', 'train.py'], gpus=1,"
+        " requests={'cpu': '4', 'memory': '16Gi'}, resume_from='latest', checkpoint_uri='s3://m/ft',"
+        " deadline=timedelta(hours=2))"
+    ),
+    "PyTorchJobOperator": "PyTorchJobOperator(task_id='t', image='trainer:1', workers=2, queue_name='gpu')",
+    "BatchInferenceJobOperator": (
+        "BatchInferenceJobOperator(task_id='t', model_uri='s3://m/step-1/', input_uri='s3://d/in/',"
+        " output_uri='s3://d/out/{{ ds_nodash }}/', image='scorer:1')"
+    ),
+    "BatchInferenceCronJobOperator": (
+        "BatchInferenceCronJobOperator(task_id='t', name='scores', schedule='0 3 * * *',"
+        " time_zone='Europe/Amsterdam', model_uri='s3://m/step-1/', input_uri='s3://d/in/',"
+        " output_uri='s3://d/out/', image='scorer:1', requests={'cpu': '1'}, run_now=True)"
+    ),
+    "CheckpointCheckOperator": (
+        "CheckpointCheckOperator(task_id='t', base_uri='s3://m/ft', metric_rules={'loss': '< 1'},"
+        " verify='full', allow_older=True)"
+    ),
+    "InferenceDeploymentOperator": (
+        "InferenceDeploymentOperator(task_id='t', name='digits', model_uri='s3://m/step-1/', image='s:1',"
+        " requests={'cpu': '250m'},"
+        " autoscaling={'min_replicas': 2, 'max_replicas': 4, 'target_cpu_utilization': 70},"
+        " pdb_min_available=1, network_policy={'from_namespaces': ['airflow']},"
+        " deployment_options={'max_surge': '25%'}, smoke_path='{{ params.p }}', smoke_request={'x': 1})"
+    ),
+    "CheckpointSensor": (
+        "CheckpointSensor(task_id='t', base_uri='s3://m/ft', newer_than_step=3, deadline=timedelta(hours=1))"
+    ),
+    "TrainingJobSensor": (
+        "TrainingJobSensor(task_id='t', name='ft-abc', kind='PyTorchJob', admission_timeout=60)"
+    ),
+}
+
+CONSTRUCT_ONE = """
+import sys
+from datetime import datetime, timedelta
+
+from airflow.sdk import DAG
+from airflow_k8s_ml.{package} import {name}
+
+with DAG("rule", schedule=None, start_date=datetime(2024, 1, 1)):
+    {construct}
+print(";".join((
+    ",".join(sorted(n for n in HEAVY if n in sys.modules)),
+    ",".join(sorted(n for n in sys.modules if n.startswith("airflow_k8s_ml."))),
+)))
+"""
+#: What only ``execute`` (or the triggerer) may load: the typed specs and the run identity, the checkpoint
+#: store and manifest (dataclass modules, which cost code generation in every dag-processor fork), the wait
+#: decision and the triggers.
+EXECUTE_ONLY = {
+    *(f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "serving", "batch", "naming")),
+    *(f"airflow_k8s_ml.checkpoints.{name}" for name in ("store", "manifest")),
+}
+EXECUTE_ONLY_PACKAGES = ("airflow_k8s_ml.triggers", "airflow_k8s_ml.status")
+
+
+def test_every_operator_and_sensor_has_a_case() -> None:
+    import airflow_k8s_ml.operators
+    import airflow_k8s_ml.sensors
+
+    assert set(CONSTRUCT) == {*airflow_k8s_ml.operators.__all__, *airflow_k8s_ml.sensors.__all__}
+
+
+@pytest.mark.parametrize("name", sorted(CONSTRUCT))
+def test_each_operator_and_sensor_parses_without_heavy_modules_or_specs(name: str) -> None:
+    """In a fresh interpreter, importing one operator (or sensor) and building it in a DAG imports no
+    Kubernetes client, aiohttp, boto3/botocore or torch, and nothing only ``execute`` needs."""
+    import airflow_k8s_ml.operators
+
+    package = "operators" if name in airflow_k8s_ml.operators.__all__ else "sensors"
+    script = CONSTRUCT_ONE.format(package=package, name=name, construct=CONSTRUCT[name])
+    heavy, loaded = heavy_modules_after(script).split(";")
+    assert heavy == ""
+    modules = set(loaded.split(","))
+    assert modules & EXECUTE_ONLY == set()
+    assert [m for m in modules if m.startswith(EXECUTE_ONLY_PACKAGES)] == []

@@ -40,7 +40,10 @@ def _operator(**overrides: Any) -> InferenceDeploymentOperator:
         ({"autoscaling": {"max_replicas": 3, "cpu": 70}}, "autoscaling.cpu"),
         ({"autoscaling": {"max_replicas": 3, "target_cpu_utilization": 70}}, "requests"),
         ({"pod_options": {"tolerations": [], "colour": "red"}}, "pod_options.colour"),
-        ({"deployment_options": {"max_surge": 0, "max_unavailable": 0}}, "max_unavailable"),
+        (
+            {"deployment_options": {"max_surge": 0, "max_unavailable": 0}},
+            "deployment_options.max_unavailable",
+        ),
         ({"network_policy": {}}, "network_policy"),
         ({"pdb_min_available": 1}, "pdb_min_available"),
         ({"env": {"MODEL_URI": "x"}}, "env[MODEL_URI]"),

@@ -9,6 +9,8 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
+from airflow_k8s_ml.manifests.batch_rules import BATCH_DEFAULTS, BATCH_URIS
 from airflow_k8s_ml.manifests.pod import PodTemplate, Toleration, Volume
 from airflow_k8s_ml.manifests.pod_rules import (
     POD_DEFAULTS,
@@ -16,6 +18,8 @@ from airflow_k8s_ml.manifests.pod_rules import (
     VOLUME_DEFAULTS,
     check_pod_fields,
 )
+from airflow_k8s_ml.manifests.serving import Autoscaling, InferenceSpec, IngressPolicy
+from airflow_k8s_ml.manifests.serving_rules import AUTOSCALING_DEFAULTS, INFERENCE_DEFAULTS, INGRESS_DEFAULTS
 from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec
 from airflow_k8s_ml.manifests.training_rules import (
     FINETUNE_JOB_DEFAULTS,
@@ -42,6 +46,10 @@ def defaults(cls: type, *, without: tuple[str, ...]) -> dict[str, Any]:
         (Volume, VOLUME_DEFAULTS, ("name", "mount_path")),
         (FineTuneJobSpec, FINETUNE_JOB_DEFAULTS, ("pod",)),
         (PyTorchJobSpec, PYTORCHJOB_DEFAULTS, ("master", "worker")),
+        (Autoscaling, AUTOSCALING_DEFAULTS, ("max_replicas",)),
+        (IngressPolicy, INGRESS_DEFAULTS, ()),
+        (InferenceSpec, INFERENCE_DEFAULTS, ("pod", "model_uri", "autoscaling", "network_policy")),
+        (BatchInferenceSpec, BATCH_DEFAULTS, ("pod", *BATCH_URIS)),
     ],
 )
 def test_rules_defaults_are_the_specs_fields(

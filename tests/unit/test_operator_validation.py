@@ -60,7 +60,7 @@ DEPLOYMENT = {
         ({"checkpoint_uri": "bucket/prefix"}, "checkpoint_uri"),
         ({"checkpoint_uri": "file:///ckpt", "env": {"CHECKPOINT_URI": "x"}}, "env[CHECKPOINT_URI]"),
         ({"kubernetes_conn_id": ""}, "kubernetes_conn_id"),
-        ({"manifest": DEPLOYMENT, "image": None, "command": None}, "kind"),
+        ({"manifest": DEPLOYMENT, "image": None, "command": None}, "manifest.kind"),
         ({"manifest": {"apiVersion": "batch/v1", "kind": "Job"}}, "manifest"),
     ],
 )
