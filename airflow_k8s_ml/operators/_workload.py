@@ -26,6 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.pod_rules import check_injected_env
 from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
     CHECKPOINT_URI_ENV,
@@ -52,7 +53,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["Placement", "_WorkloadOperator", "inject_env", "parse_time_key"]
+__all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
 
 #: At most this many last lines per container when a finished workload's log is backfilled into the task log.
 BACKFILL_LINES = 10_000
@@ -70,17 +71,6 @@ def parse_time_key() -> RunKey:
     from airflow_k8s_ml.manifests.naming import RunKey
 
     return RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
-
-
-def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) -> dict[str, Any]:
-    """The user's env plus ours; a user variable that we set too is an error naming it (no silent win)."""
-    env = dict(user_env or {})
-    for var in injected:
-        if var in env:
-            raise ValidationError(
-                f"env[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it"
-            )
-    return {**injected, **env}
 
 
 class _WorkloadOperator(BaseOperator):
@@ -707,11 +697,8 @@ class _WorkloadOperator(BaseOperator):
 def _with_env(container: Mapping[str, Any], injected: Mapping[str, str], where: str) -> list[dict[str, Any]]:
     """A raw manifest container's env with ours first; one it already sets is an error naming it."""
     existing = list(container.get("env") or [])
-    for item in existing:
-        if isinstance(item, Mapping) and item.get("name") in injected:
-            raise ValidationError(
-                f"{where}.env[{item['name']}]", f"{item['name']} is set by the operator; remove it"
-            )
+    names = {item.get("name"): "" for item in existing if isinstance(item, Mapping)}
+    check_injected_env({"env": names}, injected, f"{where}.")
     return [{"name": k, "value": v} for k, v in injected.items()] + existing
 
 

@@ -20,18 +20,19 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_pod_fields
+from airflow_k8s_ml.manifests.pod_fields import POD_FIELDS
+from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
 from airflow_k8s_ml.operators._args import PLACEHOLDER, POD_ARGUMENTS, argument_names, substitute_resume
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
-from airflow_k8s_ml.operators._workload import _WorkloadOperator, inject_env, parse_time_key
+from airflow_k8s_ml.operators._workload import _WorkloadOperator, parse_time_key
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.manifests.pod import PodTemplate
 
 __all__ = ["FINETUNE_JOB", "PYTORCHJOB", "FineTuneJobOperator", "PyTorchJobOperator"]
 
-_POD_TEMPLATE_FIELDS = frozenset({"image", *POD_DEFAULTS})
+_POD_TEMPLATE_FIELDS = frozenset(f.name for f in POD_FIELDS)
 
 
 def pod_arguments(
@@ -44,7 +45,6 @@ def pod_arguments(
         raise ValidationError("image", "is required (or pass manifest=)")
     kwargs = {target: pod[name] for name, target in POD_ARGUMENTS.items() if pod[name] is not None}
     kwargs["args"] = substitute_resume(pod["args"], resume_uri)
-    kwargs["env"] = inject_env(pod["env"], injected_env)
     options = pod["pod_options"] or {}
     if not isinstance(options, Mapping):
         raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
@@ -54,7 +54,8 @@ def pod_arguments(
                 f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
             )
         kwargs[key] = value
-    return kwargs
+    check_injected_env(kwargs, injected_env)  # a variable we set may not be the user's too
+    return {**kwargs, "env": {**injected_env, **dict(kwargs.get("env") or {})}}
 
 
 def pod_template(args: WorkloadArgs[Any], placement: Placement) -> PodTemplate:
@@ -202,7 +203,12 @@ class PyTorchJobOperator(_WorkloadOperator):
     """Run distributed training as a kubeflow.org/v1 PyTorchJob (one Master + ``workers`` Workers, all with
     the same pod) and wait for it, adopting instead of duplicating.
 
-    The pod arguments, the deadlines, resume and cleanup are those of :class:`FineTuneJobOperator`. Specific:
+    The pod arguments (every replica gets the same pod), the deadlines, resume and cleanup are those of
+    :class:`FineTuneJobOperator`: ``image``, ``command``/``args``, ``env``, ``secret_env``, ``env_from``,
+    ``requests``/``limits``, ``gpus`` with ``gpu_resource`` (per replica), ``node_selector``,
+    ``tolerations``, ``image_pull_secrets``, ``volumes``, ``service_account``, ``scheduler_name``,
+    ``pod_security_context``/``container_security_context``, ``shm_size`` (NCCL needs a large
+    ``/dev/shm``) and ``pod_options``. Specific:
     ``workers`` (default 1), ``nproc_per_node`` (int, ``auto``, ``cpu`` or ``gpu``), ``restart_policy``
     (OnFailure | Always | Never | ExitCode), ``backoff_limit`` (None: the training operator's default),
     ``clean_pod_policy`` (None | Running | All; what happens to pods still running when the job ends),
