@@ -98,17 +98,22 @@ class PyTorchJobArguments(NamedTuple):
     clean_pod_policy: str
 
 
-def job_arguments(args: WorkloadArgs[Any]) -> dict[str, Any]:
-    """FineTuneJobSpec's arguments but the pod (the kind's own value needs ``backoff_limit`` and
-    ``restart_policy``)."""
+def workload_arguments(args: WorkloadArgs[Any]) -> dict[str, Any]:
+    """The spec arguments every kind takes from the operator's workload arguments."""
     return {
-        "backoff_limit": args.own.backoff_limit,
-        "restart_policy": args.own.restart_policy,
         "active_deadline_seconds": args.active_deadline_seconds,
         "ttl_seconds_after_finished": args.ttl_seconds_after_finished,
         "queue_name": args.queue_name,
         "labels": args.labels or {},
     }
+
+
+def job_arguments(args: WorkloadArgs[Any]) -> dict[str, Any]:
+    """FineTuneJobSpec's arguments but the pod (the kind's own value: ``backoff_limit``,
+    ``restart_policy``; the batch-inference kind's value adds its URIs, which are not spec fields)."""
+    own = args.own
+    kind_own = {"backoff_limit": own.backoff_limit, "restart_policy": own.restart_policy}
+    return {**kind_own, **workload_arguments(args)}
 
 
 def check_job(args: WorkloadArgs[Any], injected_env: Mapping[str, str]) -> None:
@@ -126,17 +131,7 @@ def render_job(args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
 def _pytorchjob_arguments(args: WorkloadArgs[PyTorchJobArguments]) -> dict[str, Any]:
     """PyTorchJobSpec's arguments but the pods."""
     own = args.own
-    return {
-        "workers": _rendered_int(own.workers, "workers"),
-        "nproc_per_node": own.nproc_per_node,
-        "restart_policy": own.restart_policy,
-        "backoff_limit": own.backoff_limit,
-        "active_deadline_seconds": args.active_deadline_seconds,
-        "ttl_seconds_after_finished": args.ttl_seconds_after_finished,
-        "clean_pod_policy": own.clean_pod_policy,
-        "queue_name": args.queue_name,
-        "labels": args.labels or {},
-    }
+    return {**own._asdict(), "workers": _rendered_int(own.workers, "workers"), **workload_arguments(args)}
 
 
 def _check_pytorchjob(args: WorkloadArgs[PyTorchJobArguments], injected_env: Mapping[str, str]) -> None:
