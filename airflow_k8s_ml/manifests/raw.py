@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.manifests._jobs import check_job_options
 from airflow_k8s_ml.manifests.cron import parse_schedule, validate_time_zone
 from airflow_k8s_ml.manifests.formats import (
@@ -50,10 +51,7 @@ __all__ = [
 #: (apiVersion, kind) pairs the operators know how to submit and watch.
 SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
-        ("batch/v1", "Job"),
-        ("batch/v1", "CronJob"),
-        ("kubeflow.org/v1", "PyTorchJob"),
-        ("apps/v1", "Deployment"),
+        *((k.api_version, k.kind) for k in WORKLOAD_KINDS),
         ("v1", "Service"),
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
         ("policy/v1", "PodDisruptionBudget"),
@@ -61,7 +59,7 @@ SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
-_WORKLOAD_KINDS = ("Job", "CronJob", "PyTorchJob", "Deployment")
+_WORKLOAD_KINDS = tuple(k.kind for k in WORKLOAD_KINDS)
 
 #: Fields the API server owns; a ``kubectl get -o yaml`` dump must lose them before it can be created.
 _SERVER_METADATA = (
