@@ -10,8 +10,8 @@ whose ``__init__`` order decides what is already set (the former ``"output_uri" 
 The status classifier and the replica names in logs are found by ``kind`` (``status.classify.CLASSIFIERS``,
 ``kube.resources.pod_label_key`` / ``replica_name``), so they need no entry here.
 
-Import-light: imported on every DAG parse (a NamedTuple, not a dataclass; the spec modules load inside
-``render`` only).
+Import-light: imported on every DAG parse (slotted read-only classes, not dataclasses or generic
+NamedTuples; the spec modules load inside ``render`` only).
 """
 
 from __future__ import annotations
@@ -35,14 +35,46 @@ class Placement(NamedTuple):
     resume_uri: str | None
 
 
-class WorkloadArgs(NamedTuple, Generic[A]):
+class _Frozen:
+    """Slotted and read-only after ``__init__``: a frozen value without a dataclass's or a generic
+    NamedTuple's class-creation cost (this module is imported on every DAG parse; a generic NamedTuple
+    costs about 0.3 ms to define)."""
+
+    __slots__: tuple[str, ...] = ()
+
+    def _set(self, **values: Any) -> None:
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"{type(self).__name__} is frozen")
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__)
+        return f"{type(self).__name__}({fields})"
+
+
+class WorkloadArgs(_Frozen, Generic[A]):
     """The operator's arguments, read once after templating (or neutralised, at parse time).
 
-    ``pod`` maps each pod argument the operator takes (the names of ``manifests.pod_fields.POD_FIELDS``
-    plus ``pod_options``) to its value; ``own`` is the kind's own frozen value (its type is
-    :attr:`WorkloadKind.arguments`).
+    ``pod`` maps each pod argument the operator takes (the arguments of
+    :data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS` plus ``pod_options``) to its value; ``own`` is
+    the kind's own frozen value (its type is :attr:`WorkloadKind.arguments`).
     """
 
+    __slots__ = (
+        "active_deadline_seconds",
+        "checkpoint_uri",
+        "deadline",
+        "labels",
+        "manifest",
+        "namespace",
+        "own",
+        "pod",
+        "queue_name",
+        "resume_from",
+        "ttl_seconds_after_finished",
+    )
     manifest: Any
     namespace: str | None
     resume_from: str | None
@@ -54,6 +86,40 @@ class WorkloadArgs(NamedTuple, Generic[A]):
     ttl_seconds_after_finished: int | None
     pod: Mapping[str, Any]
     own: A
+
+    def __init__(
+        self,
+        *,
+        manifest: Any,
+        namespace: str | None,
+        resume_from: str | None,
+        checkpoint_uri: str | None,
+        deadline: Any,
+        queue_name: str | None,
+        labels: Mapping[str, str] | None,
+        active_deadline_seconds: int | None,
+        ttl_seconds_after_finished: int | None,
+        pod: Mapping[str, Any],
+        own: A,
+    ) -> None:
+        self._set(
+            manifest=manifest,
+            namespace=namespace,
+            resume_from=resume_from,
+            checkpoint_uri=checkpoint_uri,
+            deadline=deadline,
+            queue_name=queue_name,
+            labels=labels,
+            active_deadline_seconds=active_deadline_seconds,
+            ttl_seconds_after_finished=ttl_seconds_after_finished,
+            pod=pod,
+            own=own,
+        )
+
+    def with_manifest(self, manifest: Any) -> WorkloadArgs[A]:
+        """The same arguments with another ``manifest`` (the prepared source of a raw manifest)."""
+        values = {name: getattr(self, name) for name in self.__slots__}
+        return WorkloadArgs(**{**values, "manifest": manifest})
 
 
 def no_env(args: WorkloadArgs[Any]) -> dict[str, str]:
@@ -70,7 +136,7 @@ def same_result(args: WorkloadArgs[Any], result: dict[str, Any]) -> dict[str, An
     return result
 
 
-class WorkloadKind(NamedTuple, Generic[A]):
+class WorkloadKind(_Frozen, Generic[A]):
     """One workload kind as the runner sees it.
 
     :param kind: / ``api_version``: what is created (and what a raw ``manifest=`` must be).
@@ -85,11 +151,35 @@ class WorkloadKind(NamedTuple, Generic[A]):
     :param result: the XCom, from the workload's result (default: unchanged).
     """
 
+    __slots__ = ("api_version", "arguments", "check", "check_spec", "env", "kind", "render", "result")
     kind: str
     api_version: str
     arguments: type[A]
     check_spec: Callable[[WorkloadArgs[A], Mapping[str, str]], None]
     render: Callable[[WorkloadArgs[A], Placement], dict[str, Any]]
-    check: Callable[[WorkloadArgs[A]], None] = no_check
-    env: Callable[[WorkloadArgs[A]], dict[str, str]] = no_env
-    result: Callable[[WorkloadArgs[A], dict[str, Any]], dict[str, Any]] = same_result
+    check: Callable[[WorkloadArgs[A]], None]
+    env: Callable[[WorkloadArgs[A]], dict[str, str]]
+    result: Callable[[WorkloadArgs[A], dict[str, Any]], dict[str, Any]]
+
+    def __init__(
+        self,
+        *,
+        kind: str,
+        api_version: str,
+        arguments: type[A],
+        check_spec: Callable[[WorkloadArgs[A], Mapping[str, str]], None],
+        render: Callable[[WorkloadArgs[A], Placement], dict[str, Any]],
+        check: Callable[[WorkloadArgs[A]], None] = no_check,
+        env: Callable[[WorkloadArgs[A]], dict[str, str]] = no_env,
+        result: Callable[[WorkloadArgs[A], dict[str, Any]], dict[str, Any]] = same_result,
+    ) -> None:
+        self._set(
+            kind=kind,
+            api_version=api_version,
+            arguments=arguments,
+            check_spec=check_spec,
+            render=render,
+            check=check,
+            env=env,
+            result=result,
+        )

@@ -256,7 +256,7 @@ class _WorkloadOperator(BaseOperator):
             source = self._manifest_source(self.manifest, context=None)
             if is_templated(source):
                 return  # a Jinja template (file or dict): rendered and validated in execute
-            args = args._replace(manifest=neutralize(source))
+            args = args.with_manifest(neutralize(source))
             namespace = args.namespace or "default"
             self._render_raw(args, self._placement(args, parse_time_key(), namespace, resume_uri=None))
             return
