@@ -26,6 +26,7 @@ __all__ = [
     "POD_FIELDS",
     "PodField",
     "operator_arguments",
+    "option_fields",
     "pod_defaults",
 ]
 
@@ -93,3 +94,10 @@ def operator_arguments(*, serving: bool = False) -> Mapping[str, str]:
     """Operator argument -> pod field, for the workload operators (all fields with an argument) or the
     serving ones (``serving=True``: the fields marked so). The other fields go in ``pod_options``."""
     return {f.argument: f.name for f in POD_FIELDS if f.argument and (f.serving or not serving)}
+
+
+def option_fields(arguments: Mapping[str, str]) -> tuple[str, ...]:
+    """The fields an operator taking ``arguments`` (argument -> field) reaches through ``pod_options``:
+    every field that none of its top-level arguments sets."""
+    taken = set(arguments.values())
+    return tuple(f.name for f in POD_FIELDS if f.name not in taken)

@@ -18,8 +18,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.manifests.pod_fields import operator_arguments
-from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_injected_env, check_pod_fields
+from airflow_k8s_ml.manifests.pod_fields import operator_arguments, option_fields
+from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.serving_rules import (
     AUTOSCALING_DEFAULTS,
     INGRESS_DEFAULTS,
@@ -149,8 +149,7 @@ def _pod_arguments(values: Mapping[str, Any], *, pod_ip_env: bool) -> dict[str, 
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    extra_fields = tuple(name for name in ("image", *POD_DEFAULTS) if name not in POD_ARGUMENTS.values())
-    options = _options(values.get("pod_options"), extra_fields, "pod_options")
+    options = _options(values.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options")
     given = {field: values[arg] for arg, field in POD_ARGUMENTS.items() if values.get(arg) is not None}
     if pod_ip_env:
         field_env = dict(options.get("field_env") or {})

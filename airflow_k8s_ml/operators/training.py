@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.manifests.pod_fields import POD_FIELDS
+from airflow_k8s_ml.manifests.pod_fields import option_fields
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
 from airflow_k8s_ml.operators._args import PLACEHOLDER, POD_ARGUMENTS, argument_names, substitute_resume
@@ -32,7 +32,8 @@ if TYPE_CHECKING:
 
 __all__ = ["FINETUNE_JOB", "PYTORCHJOB", "FineTuneJobOperator", "PyTorchJobOperator"]
 
-_POD_TEMPLATE_FIELDS = frozenset(f.name for f in POD_FIELDS)
+#: What ``pod_options`` may set: the pod fields no top-level argument sets.
+_OPTION_FIELDS = frozenset(option_fields(POD_ARGUMENTS))
 
 
 def pod_arguments(
@@ -49,7 +50,7 @@ def pod_arguments(
     if not isinstance(options, Mapping):
         raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
     for key, value in options.items():
-        if key not in _POD_TEMPLATE_FIELDS or key in kwargs or key in POD_ARGUMENTS.values():
+        if key not in _OPTION_FIELDS:
             raise ValidationError(
                 f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
             )
