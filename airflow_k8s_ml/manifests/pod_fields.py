@@ -28,6 +28,7 @@ __all__ = [
     "operator_arguments",
     "option_fields",
     "pod_defaults",
+    "pod_spec_keys",
 ]
 
 
@@ -40,12 +41,15 @@ class PodField(NamedTuple):
         ``env_from`` -> ``env_from_secrets``); None: only through ``pod_options``.
     :param serving: the serving operators (Deployment, batch CronJob) take it at the top level too; the
         workload operators (Job, PyTorchJob, batch Job) take every field with an ``argument``.
+    :param pod_spec_key: the PodSpec key it renders to, for a pod-level scalar a raw ``manifest=`` is
+        checked by the same rule (``manifests/raw.py``); None: not checked that way.
     """
 
     name: str
     default: Any
     argument: str | None = None
     serving: bool = False
+    pod_spec_key: str | None = None
 
 
 #: The default of a field that has none (``image``).
@@ -74,10 +78,10 @@ POD_FIELDS: tuple[PodField, ...] = (
     PodField("image_pull_secrets", (), "image_pull_secrets"),
     PodField("volumes", (), "volumes"),
     PodField("shm_size", None, "shm_size"),
-    PodField("service_account", None, "service_account"),
-    PodField("scheduler_name", None, "scheduler_name"),
-    PodField("priority_class_name", None),
-    PodField("termination_grace_period_seconds", None),
+    PodField("service_account", None, "service_account", pod_spec_key="serviceAccountName"),
+    PodField("scheduler_name", None, "scheduler_name", pod_spec_key="schedulerName"),
+    PodField("priority_class_name", None, pod_spec_key="priorityClassName"),
+    PodField("termination_grace_period_seconds", None, pod_spec_key="terminationGracePeriodSeconds"),
     PodField("pod_security_context", None, "pod_security_context"),
     PodField("container_security_context", None, "container_security_context"),
     PodField("labels", {}),
@@ -101,3 +105,8 @@ def option_fields(arguments: Mapping[str, str]) -> tuple[str, ...]:
     every field that none of its top-level arguments sets."""
     taken = set(arguments.values())
     return tuple(f.name for f in POD_FIELDS if f.name not in taken)
+
+
+def pod_spec_keys() -> dict[str, str]:
+    """Field -> PodSpec key, for the pod-level fields a raw manifest's pod spec is checked on."""
+    return {f.name: f.pod_spec_key for f in POD_FIELDS if f.pod_spec_key}

@@ -35,6 +35,7 @@ from airflow_k8s_ml.manifests.formats import (
     validate_namespace,
 )
 from airflow_k8s_ml.manifests.naming import merge_labels
+from airflow_k8s_ml.manifests.pod_fields import pod_spec_keys
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
@@ -166,13 +167,9 @@ def _literal_map(value: Any) -> Any:
     return {key: item for key, item in value.items() if item != PLACEHOLDER}
 
 
-#: Pod-spec fields judged by the typed pod arguments' rules (:func:`check_pod_fields`).
-_POD_SPEC_FIELDS = {
-    "service_account": "serviceAccountName",
-    "scheduler_name": "schedulerName",
-    "priority_class_name": "priorityClassName",
-    "termination_grace_period_seconds": "terminationGracePeriodSeconds",
-}
+#: Pod-spec fields judged by the typed pod arguments' rules (:func:`check_pod_fields`), from the one
+#: declaration (:data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS`).
+_POD_SPEC_FIELDS = pod_spec_keys()
 
 
 def _check_container(
