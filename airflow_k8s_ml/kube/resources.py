@@ -14,6 +14,7 @@ from typing import Any
 from urllib.parse import quote
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS, kind_facts
 
 __all__ = [
     "DEFAULT_API_VERSIONS",
@@ -72,23 +73,17 @@ _KNOWN: tuple[Resource, ...] = (
     Resource("", "v1", "persistentvolumeclaims", "PersistentVolumeClaim"),
     Resource("", "v1", "serviceaccounts", "ServiceAccount"),
     Resource("", "v1", "namespaces", "Namespace", namespaced=False),
-    Resource("batch", "v1", "jobs", "Job"),
-    Resource("batch", "v1", "cronjobs", "CronJob"),
-    Resource("apps", "v1", "deployments", "Deployment"),
     Resource("apps", "v1", "replicasets", "ReplicaSet"),
     Resource("autoscaling", "v2", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
-    Resource("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob"),
+    *(Resource(k.group, k.version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 
 #: The api version each workload kind is driven at when the caller only names the kind.
 DEFAULT_API_VERSIONS: dict[str, str] = {
-    "Job": "batch/v1",
-    "CronJob": "batch/v1",
-    "PyTorchJob": "kubeflow.org/v1",
-    "Deployment": "apps/v1",
+    **{k.kind: k.api_version for k in WORKLOAD_KINDS},
     "Pod": "v1",
     "Event": "v1",
 }
@@ -133,16 +128,16 @@ def pod_label_key(kind: str, workload: Mapping[str, Any] | None = None) -> str |
     """The label whose value is the workload's name on every pod it owns; None for kinds we do not track.
 
     Jobs: ``batch.kubernetes.io/job-name``, or the legacy ``job-name`` when the Job's template shows only
-    that (clusters older than 1.27). PyTorchJobs: ``training.kubeflow.org/job-name``.
+    that (clusters older than 1.27). Other kinds: their ``pod_name_label`` in
+    :data:`~airflow_k8s_ml.k8s.kinds.WORKLOAD_KINDS` (PyTorchJobs: ``training.kubeflow.org/job-name``).
     """
     if kind == "Job":
         labels = _template_labels(workload)
         if workload is not None and LEGACY_JOB_NAME_LABEL in labels and JOB_NAME_LABEL not in labels:
             return LEGACY_JOB_NAME_LABEL
         return JOB_NAME_LABEL
-    if kind == "PyTorchJob":
-        return PYTORCHJOB_NAME_LABEL
-    return None
+    facts = kind_facts(kind)
+    return facts.pod_name_label if facts is not None else None
 
 
 def pod_selector(kind: str, name: str, workload: Mapping[str, Any] | None = None) -> str | None:

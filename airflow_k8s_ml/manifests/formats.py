@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.k8s.names import (
     DNS1035_LABEL_MAX,
     DNS1123_LABEL_MAX,
@@ -111,17 +112,11 @@ class NameRule:
         self.max_length = max_length
 
 
-#: What the API server (or the controller that owns the kind) accepts as ``metadata.name``.
-#: Job: subdomain, and the name becomes the ``job-name`` label value, hence 63.
-#: CronJob: 52 = 63 - 11, because its Jobs are named ``<cronjob>-<minutes since epoch>``.
-#: PyTorchJob: DNS-1035 (training-operator validation); builders further shorten it by the
-#: ``-worker-<i>`` suffix its per-pod Services get.
+#: What the API server (or the controller that owns the kind) accepts as ``metadata.name``: the workload
+#: kinds' rules come from :data:`~airflow_k8s_ml.k8s.kinds.WORKLOAD_KINDS` (which says why each);
 #: Service: DNS-1035, it becomes a DNS name.
 NAME_RULES: dict[str, NameRule] = {
-    "Job": NameRule(dns1035=False, max_length=63),
-    "CronJob": NameRule(dns1035=False, max_length=52),
-    "PyTorchJob": NameRule(dns1035=True, max_length=63),
-    "Deployment": NameRule(dns1035=False, max_length=253),
+    **{k.kind: NameRule(dns1035=k.dns1035, max_length=k.name_max) for k in WORKLOAD_KINDS},
     "Service": NameRule(dns1035=True, max_length=63),
     "HorizontalPodAutoscaler": NameRule(dns1035=False, max_length=253),
     "PodDisruptionBudget": NameRule(dns1035=False, max_length=253),

@@ -19,6 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.k8s.selectors import format_label_selector
 from airflow_k8s_ml.manifests.formats import (
     LABEL_VALUE_MAX,
@@ -50,10 +51,11 @@ __all__ = [
     "workload_name",
 ]
 
-#: Lengths of the names :func:`workload_name` generates. Job: 57 so the pods' ``<job>-<5 random>`` names are
-#: never truncated (``kubectl get pods`` shows the whole Job name). PyTorchJob: 48 leaves room for the
-#: ``-worker-<i>`` Service/pod suffix up to 10^7 workers within the 63-character DNS-1035 limit.
-GENERATED_NAME_MAX: dict[str, int] = {"Job": 57, "CronJob": 52, "PyTorchJob": 48}
+#: Lengths of the names :func:`workload_name` generates, per kind (why each: the comment on
+#: :data:`~airflow_k8s_ml.k8s.kinds.WORKLOAD_KINDS`).
+GENERATED_NAME_MAX: dict[str, int] = {
+    k.kind: k.generated_name_max for k in WORKLOAD_KINDS if k.generated_name_max is not None
+}
 
 
 def _digest(*parts: object, length: int) -> str:

@@ -21,6 +21,7 @@ from airflow_k8s_ml.manifests.formats import (
     validate_label_key,
     validate_labels,
 )
+from airflow_k8s_ml.manifests.pod_fields import pod_defaults
 from airflow_k8s_ml.manifests.quantities import (
     GPU_RESOURCE,
     format_quantity,
@@ -52,38 +53,10 @@ __all__ = [
     "volume_fields",
 ]
 
-#: Every :class:`~airflow_k8s_ml.manifests.pod.PodTemplate` field but ``image`` (required), with its default.
-#: ``tests/unit/test_manifests_pod.py`` checks that the two stay the same.
-POD_DEFAULTS: Mapping[str, Any] = {
-    "command": None,
-    "args": None,
-    "working_dir": None,
-    "env": {},
-    "secret_env": {},
-    "config_map_env": {},
-    "field_env": {},
-    "env_from_secrets": (),
-    "env_from_config_maps": (),
-    "requests": {},
-    "limits": {},
-    "gpus": 0,
-    "gpu_resource": GPU_RESOURCE,
-    "node_selector": {},
-    "tolerations": (),
-    "affinity": None,
-    "image_pull_policy": None,
-    "image_pull_secrets": (),
-    "volumes": (),
-    "shm_size": None,
-    "service_account": None,
-    "scheduler_name": None,
-    "priority_class_name": None,
-    "termination_grace_period_seconds": None,
-    "pod_security_context": None,
-    "container_security_context": None,
-    "labels": {},
-    "annotations": {},
-}
+#: Every :class:`~airflow_k8s_ml.manifests.pod.PodTemplate` field but ``image`` (required), with its default,
+#: from the one declaration (:data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS`).
+#: ``tests/unit/test_manifests_rules.py`` checks that PodTemplate has exactly these fields.
+POD_DEFAULTS: Mapping[str, Any] = pod_defaults()
 #: The fields of a :class:`~airflow_k8s_ml.manifests.pod.Toleration`, with their defaults.
 TOLERATION_DEFAULTS: Mapping[str, Any] = {
     "key": None,
@@ -232,13 +205,18 @@ def check_pod_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     return pod
 
 
-def check_injected_env(pod: Mapping[str, Any], injected: Mapping[str, str]) -> None:
+def check_injected_env(pod: Mapping[str, Any], injected: Mapping[str, str], where: str = "") -> None:
     """No variable of the pod's (``env``, ``secret_env``, ``config_map_env``, ``field_env``) may be one the
-    operator injects: the user's would silently lose (or win), so it is an error naming it."""
+    operator injects: the user's would silently lose (or win), so it is an error naming it.
+
+    The one "set by the operator" check: typed pod arguments, operator ``env`` arguments and the containers
+    of a raw manifest (``where``: the container's path, ending in ``.``) all come here."""
     for name in ("env", "secret_env", "config_map_env", "field_env"):
         for var in pod.get(name) or {}:
             if var in injected:
-                raise fail(f"{name}[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it")
+                raise fail(
+                    f"{where}{name}[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it"
+                )
 
 
 def _parse_key_ref(ref: Any, field: str, what: str) -> tuple[str, str]:

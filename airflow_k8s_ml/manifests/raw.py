@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.manifests._jobs import check_job_options
 from airflow_k8s_ml.manifests.cron import parse_schedule, validate_time_zone
 from airflow_k8s_ml.manifests.formats import (
@@ -34,6 +35,7 @@ from airflow_k8s_ml.manifests.formats import (
     validate_namespace,
 )
 from airflow_k8s_ml.manifests.naming import merge_labels
+from airflow_k8s_ml.manifests.pod_fields import pod_spec_keys
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
@@ -50,10 +52,7 @@ __all__ = [
 #: (apiVersion, kind) pairs the operators know how to submit and watch.
 SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
     {
-        ("batch/v1", "Job"),
-        ("batch/v1", "CronJob"),
-        ("kubeflow.org/v1", "PyTorchJob"),
-        ("apps/v1", "Deployment"),
+        *((k.api_version, k.kind) for k in WORKLOAD_KINDS),
         ("v1", "Service"),
         ("autoscaling/v2", "HorizontalPodAutoscaler"),
         ("policy/v1", "PodDisruptionBudget"),
@@ -61,7 +60,7 @@ SUPPORTED_KINDS: frozenset[tuple[str, str]] = frozenset(
     }
 )
 
-_WORKLOAD_KINDS = ("Job", "CronJob", "PyTorchJob", "Deployment")
+_WORKLOAD_KINDS = tuple(k.kind for k in WORKLOAD_KINDS)
 
 #: Fields the API server owns; a ``kubectl get -o yaml`` dump must lose them before it can be created.
 _SERVER_METADATA = (
@@ -168,13 +167,9 @@ def _literal_map(value: Any) -> Any:
     return {key: item for key, item in value.items() if item != PLACEHOLDER}
 
 
-#: Pod-spec fields judged by the typed pod arguments' rules (:func:`check_pod_fields`).
-_POD_SPEC_FIELDS = {
-    "service_account": "serviceAccountName",
-    "scheduler_name": "schedulerName",
-    "priority_class_name": "priorityClassName",
-    "termination_grace_period_seconds": "terminationGracePeriodSeconds",
-}
+#: Pod-spec fields judged by the typed pod arguments' rules (:func:`check_pod_fields`), from the one
+#: declaration (:data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS`).
+_POD_SPEC_FIELDS = pod_spec_keys()
 
 
 def _check_container(

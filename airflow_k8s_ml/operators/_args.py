@@ -18,6 +18,7 @@ from airflow.exceptions import AirflowProviderDeprecationWarning
 
 from airflow_k8s_ml.deadlines import to_timedelta
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.manifests.pod_fields import operator_arguments
 from airflow_k8s_ml.manifests.validation import renamed_fields
 from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated, neutralize
@@ -49,29 +50,10 @@ RESUME_FROM_ENV = "RESUME_FROM"
 #: delete_on_success: delete it after success only; delete: delete it after success and failure.
 ON_FINISH = ("keep", "delete_on_success", "delete")
 
-#: Operator argument -> PodTemplate field, for every pod argument an operator takes at the top level (the
-#: training operators take all of these; the serving operators a subset). Other fields go in ``pod_options``.
-POD_ARGUMENTS: Mapping[str, str] = {
-    "image": "image",
-    "command": "command",
-    "args": "args",
-    "env": "env",
-    "secret_env": "secret_env",
-    "env_from": "env_from_secrets",
-    "requests": "requests",
-    "limits": "limits",
-    "gpus": "gpus",
-    "gpu_resource": "gpu_resource",
-    "node_selector": "node_selector",
-    "tolerations": "tolerations",
-    "image_pull_secrets": "image_pull_secrets",
-    "volumes": "volumes",
-    "service_account": "service_account",
-    "scheduler_name": "scheduler_name",
-    "pod_security_context": "pod_security_context",
-    "container_security_context": "container_security_context",
-    "shm_size": "shm_size",
-}
+#: Operator argument -> PodTemplate field, for every pod argument a workload operator takes at the top level
+#: (derived from the one declaration, :data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS`; the serving
+#: operators take the subset marked ``serving``). Other fields go in ``pod_options``.
+POD_ARGUMENTS: Mapping[str, str] = operator_arguments()
 #: PodTemplate field -> the operator argument that sets it, where the two names differ.
 ARGUMENT_OF_FIELD: Mapping[str, str] = {field: arg for arg, field in POD_ARGUMENTS.items() if arg != field}
 

@@ -18,7 +18,8 @@ import copy
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.manifests.pod_rules import POD_DEFAULTS, check_injected_env, check_pod_fields
+from airflow_k8s_ml.manifests.pod_fields import operator_arguments, option_fields
+from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.serving_rules import (
     AUTOSCALING_DEFAULTS,
     INGRESS_DEFAULTS,
@@ -28,7 +29,6 @@ from airflow_k8s_ml.manifests.serving_rules import (
     check_server_name,
 )
 from airflow_k8s_ml.manifests.validation import fail, renamed_fields
-from airflow_k8s_ml.operators._args import POD_ARGUMENTS as ALL_POD_ARGUMENTS
 from airflow_k8s_ml.operators._args import argument_names
 
 if TYPE_CHECKING:
@@ -111,12 +111,10 @@ def json_merge(target: Mapping[str, Any], patch: Mapping[str, Any]) -> dict[str,
 # --- typed specs from operator arguments -----------------------------------------------------------------
 
 POD_IP_ENV = "POD_IP"
-#: The pod arguments the serving operators take at the top level (named as on the training operators);
-#: the other PodTemplate fields go in ``pod_options``.
-POD_ARGUMENTS: Mapping[str, str] = {
-    name: ALL_POD_ARGUMENTS[name]
-    for name in ("image", "command", "args", "env", "secret_env", "env_from", "requests", "limits", "gpus")
-}
+#: The pod arguments the serving operators take at the top level (named as on the training operators; the
+#: fields marked ``serving`` in :data:`~airflow_k8s_ml.manifests.pod_fields.POD_FIELDS`); the other
+#: PodTemplate fields go in ``pod_options``.
+POD_ARGUMENTS: Mapping[str, str] = operator_arguments(serving=True)
 #: InferenceSpec fields reachable through ``deployment_options`` (rollout tuning, rarely changed).
 DEPLOYMENT_OPTIONS = (
     "max_surge",
@@ -151,8 +149,7 @@ def _pod_arguments(values: Mapping[str, Any], *, pod_ip_env: bool) -> dict[str, 
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    extra_fields = tuple(name for name in ("image", *POD_DEFAULTS) if name not in POD_ARGUMENTS.values())
-    options = _options(values.get("pod_options"), extra_fields, "pod_options")
+    options = _options(values.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options")
     given = {field: values[arg] for arg, field in POD_ARGUMENTS.items() if values.get(arg) is not None}
     if pod_ip_env:
         field_env = dict(options.get("field_env") or {})

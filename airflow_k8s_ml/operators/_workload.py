@@ -1,11 +1,13 @@
-"""``_WorkloadOperator``: validate, render, submit-or-adopt, defer, finish - once, for every training kind.
+"""``_WorkloadOperator``: the one runner - validate, render, submit-or-adopt, defer, finish - for every kind.
 
-Why a shared base: the fine-tune Job and the PyTorchJob differ only in the object they render. Everything
-around it - parse-time validation of static arguments, templated ones checked before any API call,
-deterministic names and run labels, the submit-or-adopt decision (``task_state_store`` first, labels as the
-fallback and the guard), resume resolution on every launch, the deferral with phased deadlines, and the
-finish (XCom, diagnostics into the task log, cleanup policy, a precise failure message) - lives here once.
-Subclasses implement :meth:`_WorkloadOperator._render_spec` and declare their arguments.
+Why one runner and a kind value, not a hierarchy of hooks: the fine-tune Job, the PyTorchJob and the batch
+inference Job differ only in a few facts (see :class:`~airflow_k8s_ml.operators._kind.WorkloadKind`).
+Everything around them - parse-time validation of static arguments, templated ones checked before any API
+call, deterministic names and run labels, the submit-or-adopt decision (``task_state_store`` first, labels
+as the fallback and the guard), resume resolution on every launch, the deferral with phased deadlines, and
+the finish (XCom, diagnostics into the task log, cleanup policy, a precise failure message) - lives here
+once. A public operator is this class plus a ``workload`` value and its own arguments; it overrides nothing.
+The arguments are read once into a frozen :class:`~airflow_k8s_ml.operators._kind.WorkloadArgs`.
 
 Import-light on purpose: this module is imported when a DAG file is parsed, so the Kubernetes client, the
 trigger, the status classifiers and the checkpoint store are imported inside the methods that need them.
@@ -18,16 +20,18 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from datetime import timedelta
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.pod_rules import check_injected_env
 from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
     CHECKPOINT_URI_ENV,
     PLACEHOLDER,
+    POD_ARGUMENTS,
     RESUME_FROM_ENV,
     RESUME_PLACEHOLDER,
     RESUMED_FROM_ANNOTATION,
@@ -36,6 +40,8 @@ from airflow_k8s_ml.operators._args import (
     neutralize,
     substitute_resume,
 )
+from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
+from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -47,28 +53,13 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.waiting import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["Placement", "_WorkloadOperator", "inject_env", "parse_time_key"]
+__all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
 
 #: At most this many last lines per container when a finished workload's log is backfilled into the task log.
 BACKFILL_LINES = 10_000
 
 #: A string ``manifest=`` ending so is a file to read (else it is YAML text).
 YAML_SUFFIXES = (".yaml", ".yml")
-
-
-class Placement(NamedTuple):
-    """Where and as what one attempt is created: the parts of the object the operator owns.
-
-    (A NamedTuple, not a dataclass: this module is imported while DAG files are parsed, and a dataclass
-    costs a millisecond of code generation at import.)
-    """
-
-    name: str
-    namespace: str
-    labels: Mapping[str, str]
-    annotations: Mapping[str, str]
-    env: Mapping[str, str]
-    resume_uri: str | None
 
 
 def parse_time_key() -> RunKey:
@@ -82,19 +73,12 @@ def parse_time_key() -> RunKey:
     return RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 
 
-def inject_env(user_env: Mapping[str, Any] | None, injected: Mapping[str, str]) -> dict[str, Any]:
-    """The user's env plus ours; a user variable that we set too is an error naming it (no silent win)."""
-    env = dict(user_env or {})
-    for var in injected:
-        if var in env:
-            raise ValidationError(
-                f"env[{var}]", f"{var} is set by the operator ({injected[var]!r}); remove it"
-            )
-    return {**injected, **env}
-
-
 class _WorkloadOperator(BaseOperator):
-    """Base of the training operators; see the module docstring for what it owns.
+    """The one runner of the workload operators; see the module docstring for what it owns.
+
+    A thin operator sets :attr:`workload` (its :class:`~airflow_k8s_ml.operators._kind.WorkloadKind`),
+    stores its own arguments (the fields of ``workload.arguments``) and calls
+    :meth:`_validate_at_parse_time` at the end of its ``__init__``. Nothing else is overridden.
 
     :param manifest: raw escape hatch of the operator's kind: a dict (templated), YAML text, or a ``.yaml`` /
         ``.yml`` file (absolute or relative to the DAG folder; Jinja in it is rendered in ``execute``).
@@ -118,19 +102,23 @@ class _WorkloadOperator(BaseOperator):
     :param poll_interval: seconds between status reads when polling (sync mode, trigger fallback).
     :param stream_logs: relay pod logs into the task log while waiting.
     :param log_lines: how many last log lines per pod go into the task log on failure.
+
+    The pod arguments (``image`` ... ``pod_options``) and the workload's ``queue_name``, ``labels``,
+    ``active_deadline_seconds`` and ``ttl_seconds_after_finished`` are documented on each public operator.
     """
 
-    kind: ClassVar[str]
-    api_version: ClassVar[str]
+    workload: ClassVar[WorkloadKind[Any]]
     #: Pod arguments that ``manifest=`` replaces (set either, not both).
-    pod_fields: ClassVar[tuple[str, ...]] = ()
+    pod_fields: ClassVar[tuple[str, ...]] = (*POD_ARGUMENTS, "pod_options")
     # ``aws_conn_id`` is templated so its value lands in the rendered fields, where the UI's Training tab
     # finds the connection to read this task's checkpoints with.
     template_fields: Sequence[str] = (
         "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
         "admission_timeout", "startup_timeout", "run_timeout", "aws_conn_id",
+        "image", "command", "args", "env",
     )
     ui_color = "#dbe9f6"
+    operator_extra_links = (ClusterDashboardLink(),)
 
     def __init__(
         self,
@@ -150,6 +138,30 @@ class _WorkloadOperator(BaseOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        shm_size: str | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -168,44 +180,91 @@ class _WorkloadOperator(BaseOperator):
         self.poll_interval = poll_interval
         self.stream_logs = stream_logs
         self.log_lines = log_lines
+        self.image = image
+        self.command = command
+        self.args = args
+        self.env = env
+        self.secret_env = secret_env
+        self.env_from = env_from
+        self.requests = requests
+        self.limits = limits
+        self.gpus = gpus
+        self.gpu_resource = gpu_resource
+        self.node_selector = node_selector
+        self.tolerations = tolerations
+        self.image_pull_secrets = image_pull_secrets
+        self.volumes = volumes
+        self.service_account = service_account
+        self.scheduler_name = scheduler_name
+        self.pod_security_context = pod_security_context
+        self.container_security_context = container_security_context
+        self.shm_size = shm_size
+        self.pod_options = pod_options
+        self.queue_name = queue_name
+        self.labels = labels
+        self.active_deadline_seconds = active_deadline_seconds
+        self.ttl_seconds_after_finished = ttl_seconds_after_finished
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
 
+    @property
+    def kind(self) -> str:
+        """The Kubernetes kind this operator creates (its :attr:`workload`'s)."""
+        return self.workload.kind
+
+    @property
+    def api_version(self) -> str:
+        return self.workload.api_version
+
+    # -- the arguments, read once ------------------------------------------------------------------------
+    def _arguments(self, manifest: Any, *, neutral: bool = False) -> WorkloadArgs[Any]:
+        """The arguments as one frozen value (``neutral``: templated strings swapped for the placeholder,
+        the parse-time check). ``manifest`` is the prepared source (:meth:`_manifest_source`)."""
+
+        def read(name: str) -> Any:
+            value = getattr(self, name)
+            return neutralize(value) if neutral else value
+
+        own_type: Any = self.workload.arguments
+        return WorkloadArgs(
+            manifest=neutralize(manifest) if neutral else manifest,
+            namespace=read("namespace"),
+            resume_from=read("resume_from"),
+            checkpoint_uri=read("checkpoint_uri"),
+            deadline=read("deadline"),
+            queue_name=read("queue_name"),
+            labels=read("labels"),
+            active_deadline_seconds=read("active_deadline_seconds"),
+            ttl_seconds_after_finished=read("ttl_seconds_after_finished"),
+            pod={name: read(name) for name in self.pod_fields},
+            own=own_type(**{name: read(name) for name in own_type._fields}),
+        )
+
     # -- validation -------------------------------------------------------------------------------------
     def _validate_at_parse_time(self) -> None:
-        """Called by subclasses at the end of ``__init__``: everything static is checked now (DAG import
+        """Called by each operator at the end of ``__init__``: everything static is checked now (DAG import
         fails with the field's name); templated values stand in as placeholders until ``execute``.
 
-        Checked with the rules functions (:meth:`_check_spec`), not by rendering: rendering needs the typed
-        specs, whose modules cost milliseconds to import in every dag-processor fork
+        Checked with the kind's rules functions (``workload.check``), not by rendering: rendering needs the
+        typed specs, whose modules cost milliseconds to import in every dag-processor fork
         (``bench/parse_cost.py``). A raw ``manifest=`` is the exception: it is prepared as in ``execute``.
         """
-        values = neutralize(self._values())
-        self._check_common(values)
-        self._wait_settings(values, templated_ok=True)
-        if values["manifest"] is not None:
+        args = self._arguments(self.manifest, neutral=True)
+        self._check(args)
+        self._wait_settings(args, templated_ok=True)
+        if self.manifest is not None:
             source = self._manifest_source(self.manifest, context=None)
             if is_templated(source):
-                return  # a Jinja template file: rendered and validated in execute
-            values["manifest"] = neutralize(source)
-            namespace = values["namespace"] or "default"
-            placement = self._placement(values, parse_time_key(), namespace, resume_uri=None)
-            self._render_raw(values["manifest"], placement)
+                return  # a Jinja template (file or dict): rendered and validated in execute
+            args = args.with_manifest(neutralize(source))
+            namespace = args.namespace or "default"
+            self._render_raw(args, self._placement(args, parse_time_key(), namespace, resume_uri=None))
             return
-        self._check_spec(values, self._injected_env(values, resume_uri=None))
+        self._check_spec(args)
 
-    def _check_spec(self, values: Mapping[str, Any], injected_env: Mapping[str, str]) -> None:
-        """Check the subclass's arguments as :meth:`_render_spec` would, without building anything."""
-        raise NotImplementedError
-
-    def _values(self) -> dict[str, Any]:
-        """Snapshot of the arguments the render reads (``template_fields`` are rendered by now in execute)."""
-        names = ("manifest", "namespace", "resume_from", "checkpoint_uri", "deadline", *self.spec_fields())
-        return {name: getattr(self, name) for name in names}
-
-    def spec_fields(self) -> tuple[str, ...]:
-        """Names of the subclass's arguments that go into its spec."""
-        return ()
+    def _check_spec(self, args: WorkloadArgs[Any]) -> None:
+        """The typed arguments checked as the render would check them, without building anything."""
+        self.workload.check_spec(args, self._injected_env(args, resume_uri=None))
 
     def _manifest_source(self, manifest: Any, context: Context | None) -> Any:
         """A dict or YAML text as given; a ``.yaml``/``.yml`` path (absolute, or relative to the DAG folder)
@@ -228,10 +287,11 @@ class _WorkloadOperator(BaseOperator):
             text = self.render_template(text, with_placeholder)
         return text
 
-    def _check_common(self, values: Mapping[str, Any]) -> None:
-        if values["namespace"] is not None:
-            validate_namespace(values["namespace"])
-        resume_from, checkpoint_uri = values["resume_from"], values["checkpoint_uri"]
+    def _check(self, args: WorkloadArgs[Any]) -> None:
+        """The checks every kind shares: namespace, the checkpoint URIs, manifest versus pod arguments."""
+        if args.namespace is not None:
+            validate_namespace(args.namespace)
+        resume_from, checkpoint_uri = args.resume_from, args.checkpoint_uri
         if checkpoint_uri not in (None, PLACEHOLDER):
             from airflow_k8s_ml.checkpoints.uri import parse_uri
 
@@ -244,25 +304,25 @@ class _WorkloadOperator(BaseOperator):
                 from airflow_k8s_ml.checkpoints.uri import parse_uri
 
                 parse_uri(resume_from, "resume_from")
-        if values["manifest"] is not None:
-            given = [name for name in self.pod_fields if values.get(name) not in (None, {}, [], ())]
+        if args.manifest is not None:
+            given = [name for name in self.pod_fields if args.pod.get(name) not in (None, {}, [], ())]
             if given:
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
+        self.workload.check(args)
 
     def _wait_settings(
-        self, values: Mapping[str, Any] | None = None, *, templated_ok: bool = False
+        self, args: WorkloadArgs[Any] | None = None, *, templated_ok: bool = False
     ) -> WaitSettings:
         """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
         (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
         from airflow_k8s_ml.operators.waiting import WaitSettings
 
-        values = values if values is not None else self._values()
         return WaitSettings.build(
             kubernetes_conn_id=self.kubernetes_conn_id,
             admission_timeout=self.admission_timeout,
             startup_timeout=self.startup_timeout,
             run_timeout=self.run_timeout,
-            deadline=values["deadline"],
+            deadline=self.deadline if args is None else args.deadline,
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_lines=self.log_lines,
@@ -270,49 +330,46 @@ class _WorkloadOperator(BaseOperator):
         )
 
     # -- rendering --------------------------------------------------------------------------------------
-    def _injected_env(self, values: Mapping[str, Any], resume_uri: str | None) -> dict[str, str]:
+    def _injected_env(self, args: WorkloadArgs[Any], resume_uri: str | None) -> dict[str, str]:
         """The variables the operator sets in the pod (a user ``env`` setting one of them is an error)."""
-        env: dict[str, str] = {}
-        if values["checkpoint_uri"]:
-            env[CHECKPOINT_URI_ENV] = str(values["checkpoint_uri"])
+        env = dict(self.workload.env(args))
+        if args.checkpoint_uri:
+            env[CHECKPOINT_URI_ENV] = str(args.checkpoint_uri)
         if resume_uri:
             env[RESUME_FROM_ENV] = resume_uri
         return env
 
     def _placement(
-        self, values: Mapping[str, Any], key: RunKey, namespace: str, resume_uri: str | None
+        self, args: WorkloadArgs[Any], key: RunKey, namespace: str, resume_uri: str | None
     ) -> Placement:
         annotations = key.annotations()
         if resume_uri:
             annotations[RESUMED_FROM_ANNOTATION] = resume_uri
         return Placement(
-            name=key.workload_name(self.kind),
+            name=key.workload_name(self.workload.kind),
             namespace=namespace,
             labels=key.labels(),
             annotations=annotations,
-            env=self._injected_env(values, resume_uri),
+            env=self._injected_env(args, resume_uri),
             resume_uri=resume_uri,
         )
 
-    def _render_object(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
-        """The object to create: the raw manifest (prepared) or the subclass's typed spec, rendered."""
-        if values["manifest"] is not None:
-            return self._render_raw(values["manifest"], placement)
-        return self._render_spec(values, placement)
+    def _render_object(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
+        """The object to create: the raw manifest (prepared) or the kind's typed spec, rendered."""
+        if args.manifest is not None:
+            return self._render_raw(args, placement)
+        return self.workload.render(args, placement)
 
-    def _render_spec(self, values: Mapping[str, Any], placement: Placement) -> dict[str, Any]:
-        raise NotImplementedError
-
-    def _render_raw(self, manifest: Any, placement: Placement) -> dict[str, Any]:
+    def _render_raw(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
         from airflow_k8s_ml.manifests.raw import pod_templates, prepare_manifest
 
         obj = prepare_manifest(
-            manifest,
+            args.manifest,
             namespace=placement.namespace,
             name=placement.name,
             labels=placement.labels,
             annotations=placement.annotations,
-            kinds=frozenset({(self.api_version, self.kind)}),
+            kinds=frozenset({(self.workload.api_version, self.workload.kind)}),
         )
         for path, template in pod_templates(obj):
             for index, container in enumerate((template.get("spec") or {}).get("containers") or []):
@@ -376,26 +433,25 @@ class _WorkloadOperator(BaseOperator):
         from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult
 
         self._execute_started = time.time()
-        values = self._values()
-        values["manifest"] = self._manifest_source(values["manifest"], context)
-        self._check_common(values)
-        settings = self._wait_settings(values)
+        args = self._arguments(self._manifest_source(self.manifest, context))
+        self._check(args)
+        settings = self._wait_settings(args)
         key = self._run_key(context)
-        client = self._client(values["namespace"])
-        namespace = values["namespace"] or client.namespace
+        client = self._client(args.namespace)
+        namespace = args.namespace or client.namespace
         # Everything validated before the first API call: a bad rendered value creates nothing.
-        self._render_object(values, self._placement(values, key, namespace, resume_uri=None))
+        self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
 
         decision = self._decide(context, client, key, namespace)
         if isinstance(decision, ReturnResult):
             self._backfill_logs(client, decision, namespace)
-            return self._return_existing(decision, namespace)
+            return self.workload.result(args, self._return_existing(decision, namespace))
         if isinstance(decision, Adopt):
             for other in decision.others:  # never created by us on purpose; say so rather than hide it
                 self.log.warning("another active %s of this task instance: %s", self.kind, other.name)
             record = self._adopt(context, decision.workload, namespace)
         else:
-            record = self._launch(client, values, key, namespace, decision)
+            record = self._launch(client, args, key, namespace, decision)
         self._remember(context, record)
         if self.deferrable:
             try_number = getattr(context["ti"], "try_number", None)
@@ -411,7 +467,8 @@ class _WorkloadOperator(BaseOperator):
             )
         from airflow_k8s_ml.operators.waiting import poll_until_done
 
-        return self._finish(context, record, poll_until_done(client, record, settings, self.log))
+        event = poll_until_done(client, record, settings, self.log)
+        return self.workload.result(args, self._finish(context, record, event))
 
     def _run_key(self, context: Context) -> RunKey:
         from airflow_k8s_ml.manifests.naming import RunKey
@@ -531,7 +588,7 @@ class _WorkloadOperator(BaseOperator):
         )
 
     def _launch(
-        self, client: KubeClient, values: Mapping[str, Any], key: RunKey, namespace: str, decision: Launch
+        self, client: KubeClient, args: WorkloadArgs[Any], key: RunKey, namespace: str, decision: Launch
     ) -> WorkloadRecord:
         from airflow_k8s_ml.kube.errors import ApiError
         from airflow_k8s_ml.operators._adopt import WorkloadRecord
@@ -544,9 +601,9 @@ class _WorkloadOperator(BaseOperator):
                 decision.previous.state.summary(),
                 decision.attempt,
             )
-        resume_uri = self._resolve_resume(values)
-        placement = self._placement(values, replace(key, attempt=decision.attempt), namespace, resume_uri)
-        obj = self._render_object(values, placement)
+        resume_uri = self._resolve_resume(args)
+        placement = self._placement(args, replace(key, attempt=decision.attempt), namespace, resume_uri)
+        obj = self._render_object(args, placement)
         submitted_at = time.time()
         try:
             created = client.create(obj)
@@ -568,12 +625,12 @@ class _WorkloadOperator(BaseOperator):
             resumed_from=resume_uri,
         )
 
-    def _resolve_resume(self, values: Mapping[str, Any]) -> str | None:
-        if not values["resume_from"]:
+    def _resolve_resume(self, args: WorkloadArgs[Any]) -> str | None:
+        if not args.resume_from:
             return None
         from airflow_k8s_ml.checkpoints.resume import resolve_resume
 
-        return resolve_resume(values["resume_from"], values["checkpoint_uri"], self.aws_conn_id, self.log)
+        return resolve_resume(args.resume_from, args.checkpoint_uri, self.aws_conn_id, self.log)
 
     # -- finish -----------------------------------------------------------------------------------------
     def execute_complete(
@@ -589,9 +646,10 @@ class _WorkloadOperator(BaseOperator):
             raise K8sMLError(
                 "resumed without a workload identity (no record in the event or task_state_store)"
             )
-        return self._finish(context, workload, WorkloadEvent.from_payload(event))
+        result = self._finish(context, workload, WorkloadEvent.from_payload(event))
+        return self.workload.result(self._arguments(self.manifest), result)
 
-    def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> Any:
+    def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> dict[str, Any]:
         """succeeded -> XCom (cached for retries), cleanup per ``on_finish``; anything else -> diagnostics
         into the task log, delete on a deadline (always) or a failure (``on_finish="delete"``), raise."""
         from airflow_k8s_ml.operators.outcome import result_payload
@@ -639,11 +697,8 @@ class _WorkloadOperator(BaseOperator):
 def _with_env(container: Mapping[str, Any], injected: Mapping[str, str], where: str) -> list[dict[str, Any]]:
     """A raw manifest container's env with ours first; one it already sets is an error naming it."""
     existing = list(container.get("env") or [])
-    for item in existing:
-        if isinstance(item, Mapping) and item.get("name") in injected:
-            raise ValidationError(
-                f"{where}.env[{item['name']}]", f"{item['name']} is set by the operator; remove it"
-            )
+    names = {item.get("name"): "" for item in existing if isinstance(item, Mapping)}
+    check_injected_env({"env": names}, injected, f"{where}.")
     return [{"name": k, "value": v} for k, v in injected.items()] + existing
 
 

@@ -1,11 +1,12 @@
 """``BatchInferenceJobOperator``: the batch-inference Job, run once per DAG run (Airflow owns the schedule).
 
-Why a subclass of :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`: a batch-prediction run is
-a one-pod batch/v1 Job like a fine-tune, and everything around it - submit-or-adopt, phased deadlines, live
-logs, diagnostics on failure, the result cached for retries - is the same. This class only adds the three
-URIs: it validates them (``s3://`` or ``file://``), injects them as ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI``
-(the env ``workloads.batch_predict`` and the CronJob form read), defaults the command to the reference
-workload, and adds ``output_uri`` to the XCom so downstream tasks find the predictions of *this* run.
+Why the same runner as :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`: a batch-prediction
+run is a one-pod batch/v1 Job like a fine-tune, and everything around it - submit-or-adopt, phased deadlines,
+live logs, diagnostics on failure, the result cached for retries - is the same. Its
+:data:`BATCH_INFERENCE_JOB` kind renders the fine-tune's Job and only adds the three URIs: it validates them
+(``s3://`` or ``file://``), injects them as ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (the env
+``workloads.batch_predict`` and the CronJob form read), and adds ``output_uri`` to the XCom so downstream
+tasks find the predictions of *this* run. The operator defaults the command to the reference workload.
 
 The CronJob form (:class:`~airflow_k8s_ml.operators.batch_inference.BatchInferenceCronJobOperator`) renders
 the same container; ``docs/serving.md`` ("CronJob or Airflow-scheduled Job?") says when to pick which.
@@ -16,19 +17,22 @@ Import-light like the other operators: nothing here imports the Kubernetes clien
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated
-from airflow_k8s_ml.operators.training import FineTuneJobOperator
+from airflow_k8s_ml.operators._kind import WorkloadArgs, WorkloadKind
+from airflow_k8s_ml.operators._workload import _WorkloadOperator
+from airflow_k8s_ml.operators.training import check_job, render_job
 
-if TYPE_CHECKING:
-    from airflow.sdk import Context
-
-    from airflow_k8s_ml.operators._adopt import ReturnResult, WorkloadRecord
-    from airflow_k8s_ml.triggers.events import WorkloadEvent
-
-__all__ = ["DEFAULT_COMMAND", "URI_ENV", "BatchInferenceJobOperator", "check_batch_uri", "check_batch_uris"]
+__all__ = [
+    "BATCH_INFERENCE_JOB",
+    "DEFAULT_COMMAND",
+    "URI_ENV",
+    "BatchInferenceJobOperator",
+    "check_batch_uri",
+    "check_batch_uris",
+]
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
 DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
@@ -100,7 +104,46 @@ def _check_static_scheme(value: Any, field: str) -> None:
         raise ValidationError(field, f"{_EXPECTED}, got {value!r}")
 
 
-class BatchInferenceJobOperator(FineTuneJobOperator):
+class BatchJobArguments(NamedTuple):
+    """The batch-inference Job's own arguments: the fine-tune Job's plus the three URIs."""
+
+    backoff_limit: int
+    restart_policy: str
+    model_uri: Any
+    input_uri: Any
+    output_uri: Any
+
+
+def check_uris(args: WorkloadArgs[BatchJobArguments]) -> None:
+    """The URIs, at parse time (placeholders skipped) and in ``execute`` before the first API call; with a
+    raw ``manifest=`` too (its containers get them)."""
+    check_batch_uris(args.own._asdict())
+
+
+def uri_env(args: WorkloadArgs[BatchJobArguments]) -> dict[str, str]:
+    """``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (a user env setting one of them is refused, naming it; a raw
+    ``manifest=`` gets them in every container)."""
+    return {var: _uri_text(getattr(args.own, field), field) or PLACEHOLDER for field, var in URI_ENV.items()}
+
+
+def with_output(args: WorkloadArgs[BatchJobArguments], result: dict[str, Any]) -> dict[str, Any]:
+    """The Job's result plus ``output_uri``, so downstream tasks find this run's predictions."""
+    return {**result, "output_uri": _uri_text(args.own.output_uri, "output_uri")}
+
+
+BATCH_INFERENCE_JOB: WorkloadKind[BatchJobArguments] = WorkloadKind(
+    kind="Job",
+    api_version="batch/v1",
+    arguments=BatchJobArguments,
+    check_spec=check_job,
+    render=render_job,
+    check=check_uris,
+    env=uri_env,
+    result=with_output,
+)
+
+
+class BatchInferenceJobOperator(_WorkloadOperator):
     """Score ``input_uri`` with the model at ``model_uri`` into ``output_uri`` as one batch/v1 Job per DAG
     run, and wait for it (deferrable), adopting instead of duplicating.
 
@@ -118,7 +161,7 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
     All URIs are ``s3://`` or ``file://``. Static values are checked when the DAG file is parsed, templated
     ones after rendering and before any API call; a bad one raises ``ValidationError`` naming the field.
 
-    Everything else is :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`'s:
+    Everything else is as for :class:`~airflow_k8s_ml.operators.training.FineTuneJobOperator`:
 
     - the pod arguments ``env`` (which may not set the three variables above), ``secret_env``, ``env_from``,
       ``requests``, ``limits``, ``gpus``, ``gpu_resource``, ``node_selector``, ``tolerations``,
@@ -136,7 +179,8 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
     whose Job already succeeded returns that result without running a second Job.
     """
 
-    template_fields: Sequence[str] = (*FineTuneJobOperator.template_fields, *URI_ENV)
+    workload = BATCH_INFERENCE_JOB
+    template_fields: Sequence[str] = (*_WorkloadOperator.template_fields, *URI_ENV)
     ui_color = "#efe6f5"
 
     def __init__(
@@ -146,45 +190,18 @@ class BatchInferenceJobOperator(FineTuneJobOperator):
         input_uri: str,
         output_uri: str,
         command: Sequence[str] | None = None,
+        backoff_limit: int = 0,
+        restart_policy: str = "Never",
         **kwargs: Any,
     ) -> None:
         if command is None and kwargs.get("manifest") is None:
             command = list(DEFAULT_COMMAND)
-        # FineTuneJobOperator.__init__ validates at its end; ours is skipped until the URIs are set (below).
         super().__init__(command=command, **kwargs)
+        self.backoff_limit = backoff_limit
+        self.restart_policy = restart_policy
         self.model_uri = model_uri
         self.input_uri = input_uri
         self.output_uri = output_uri
         for field in URI_ENV:
             _check_static_scheme(getattr(self, field), field)
         self._validate_at_parse_time()
-
-    def _validate_at_parse_time(self) -> None:
-        if "output_uri" in vars(self):  # not yet while FineTuneJobOperator.__init__ runs
-            super()._validate_at_parse_time()
-
-    def spec_fields(self) -> tuple[str, ...]:
-        return (*super().spec_fields(), *URI_ENV)
-
-    # -- validation and rendering -------------------------------------------------------------------------
-    def _check_common(self, values: Mapping[str, Any]) -> None:
-        """The base checks plus the URIs: at parse time (placeholders skipped) and in ``execute`` before the
-        first API call."""
-        super()._check_common(values)
-        check_batch_uris(values)
-
-    def _injected_env(self, values: Mapping[str, Any], resume_uri: str | None) -> dict[str, str]:
-        """The base env plus ``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (a user env setting one of them is
-        refused, naming it; a raw ``manifest=`` gets them in every container)."""
-        uris = {var: _uri_text(values[field], field) or PLACEHOLDER for field, var in URI_ENV.items()}
-        return {**uris, **super()._injected_env(values, resume_uri)}
-
-    # -- result -------------------------------------------------------------------------------------------
-    def _with_output(self, result: Mapping[str, Any]) -> dict[str, Any]:
-        return {**result, "output_uri": _uri_text(self.output_uri, "output_uri")}
-
-    def _finish(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> Any:
-        return self._with_output(super()._finish(context, record, event))
-
-    def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
-        return self._with_output(super()._return_existing(decision, namespace))

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from airflow.sdk import BaseSensorOperator, PokeReturnValue
 
 from airflow_k8s_ml.errors import K8sMLError, ValidationError
+from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.operators.templating import is_templated
 from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
@@ -30,8 +31,8 @@ if TYPE_CHECKING:
 
 __all__ = ["TrainingJobSensor"]
 
-#: kind -> apiVersion of the workloads this sensor understands.
-KINDS = {"Job": "batch/v1", "PyTorchJob": "kubeflow.org/v1"}
+#: kind -> apiVersion of the workloads this sensor understands: the training kinds.
+KINDS = {k.kind: k.api_version for k in WORKLOAD_KINDS if k.training}
 
 
 class TrainingJobSensor(BaseSensorOperator):

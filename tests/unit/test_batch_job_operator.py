@@ -31,9 +31,9 @@ def operator(**overrides: Any) -> BatchInferenceJobOperator:
 
 
 def render(op: Any, *, attempt: int = 1, namespace: str = "ml") -> dict[str, Any]:
-    values = op._values()
+    args = op._arguments(op.manifest)
     key = RunKey(KEY.dag_id, KEY.task_id, KEY.run_id, attempt=attempt)
-    return op._render_object(values, op._placement(values, key, namespace, None))
+    return op._render_object(args, op._placement(args, key, namespace, None))
 
 
 def container(job: dict[str, Any]) -> dict[str, Any]:
@@ -98,7 +98,8 @@ def test_pod_and_job_arguments_of_the_training_operators_apply() -> None:
         run_timeout=3600,
         on_finish="delete_on_success",
     )
-    assert isinstance(op, FineTuneJobOperator)  # submit-or-adopt, deadlines, logs and XCom are inherited
+    # the fine-tune's runner and Job: submit-or-adopt, deadlines, logs and XCom are the same code
+    assert type(op).__mro__[1] is type(FineTuneJobOperator(task_id="ft", image="x:1")).__mro__[1]
     job = render(op)
     assert container(job)["resources"]["limits"]["nvidia.com/gpu"] == "1"
     assert job["spec"]["template"]["spec"]["nodeSelector"] == {"pool": "gpu"}

@@ -14,9 +14,9 @@ KEY = RunKey("nightly", "finetune", "scheduled__2024-05-01T00:00:00+00:00")
 def render(
     op: Any, *, attempt: int = 1, resume_uri: str | None = None, namespace: str = "ml"
 ) -> dict[str, Any]:
-    values = op._values()
+    args = op._arguments(op.manifest)
     key = RunKey(KEY.dag_id, KEY.task_id, KEY.run_id, attempt=attempt)
-    return op._render_object(values, op._placement(values, key, namespace, resume_uri))
+    return op._render_object(args, op._placement(args, key, namespace, resume_uri))
 
 
 def container(obj: dict[str, Any], role: str | None = None) -> dict[str, Any]:
