@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from airflow_k8s_ml.airflow_rest import RestError
 from airflow_k8s_ml.errors import K8sMLError
 
 if TYPE_CHECKING:
@@ -55,6 +56,18 @@ def split_worker_and_triggerer(entries: list[dict[str, Any]], end: float | None)
     return max(0.0, finish - start - deferred), deferred
 
 
+def _try_log(rest: AirflowRest, dag_id: str, run_id: str, task_id: str, attempt: int) -> list[Any]:
+    """One try's log entries; none when the API server no longer has that try (a try ended by Airflow's
+    "state changed externally" race, retried at once, can be missing from the history: the summary then
+    counts no time for it rather than failing the whole demo)."""
+    try:
+        return list(rest.task_log(dag_id, run_id, task_id, attempt))
+    except RestError as exc:
+        if exc.status != 404:
+            raise
+        return []
+
+
 def _airflow_rows(rest: AirflowRest, dag_id: str, run_id: str) -> dict[str, Any]:
     """The run as the REST API reports it: state, task instances (with worker/triggerer time), XComs."""
     run = rest.run(dag_id, run_id)
@@ -64,7 +77,7 @@ def _airflow_rows(rest: AirflowRest, dag_id: str, run_id: str) -> dict[str, Any]
         worker = deferred = 0.0
         if ti.get("state") in ("success", "failed"):
             for attempt in range(1, int(ti.get("try_number") or 0) + 1):
-                entries = rest.task_log(dag_id, run_id, ti["task_id"], attempt)
+                entries = _try_log(rest, dag_id, run_id, ti["task_id"], attempt)
                 on_worker, in_triggerer = split_worker_and_triggerer(entries, None)
                 worker, deferred = worker + on_worker, deferred + in_triggerer
         tasks.append(

@@ -54,3 +54,34 @@ def test_the_summary_names_the_training_tab() -> None:
         "&run_id=manual__2026-12-01T01%3A30%3A00%2B00%3A00&task_id=fine_tune_job&map_index=-1"
     )
     assert f"(Training tab): {url}" in render({"training_tab": url})
+
+
+class _Rest:
+    """Answers the logs endpoint as the API server does for a try it has no record of (or fails)."""
+
+    def __init__(self, status: int) -> None:
+        self.status = status
+
+    def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> list[dict[str, str]]:
+        from airflow_k8s_ml.airflow_rest import RestError
+
+        if try_number == 1:
+            raise RestError("GET", "/logs/1", self.status, '{"detail":"TaskInstance not found"}')
+        return list(RECORDED)
+
+
+def test_a_try_the_api_server_has_no_record_of_counts_no_time() -> None:
+    from airflow_k8s_ml.demo_report import _try_log
+
+    assert _try_log(_Rest(404), "d", "r", "t", 1) == []  # type: ignore[arg-type]
+    assert _try_log(_Rest(404), "d", "r", "t", 2) == RECORDED  # type: ignore[arg-type]
+
+
+def test_other_api_errors_still_fail_the_summary() -> None:
+    import pytest
+
+    from airflow_k8s_ml.airflow_rest import RestError
+    from airflow_k8s_ml.demo_report import _try_log
+
+    with pytest.raises(RestError, match="HTTP 500"):
+        _try_log(_Rest(500), "d", "r", "t", 1)  # type: ignore[arg-type]
