@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.errors import ApiError
-from airflow_k8s_ml.operators import FineTuneJobOperator
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 from tests.integration import serving_helpers
 
@@ -60,6 +60,55 @@ def test_raw_job_manifest_with_an_unknown_field_fails_naming_it_and_creates_no_j
     assert info.value.status == 400
     assert f'unknown field "{field}"' in str(info.value)
     assert jobs(batch, namespace) == []
+
+
+RAW_PYTORCHJOB: dict[str, Any] = {
+    "apiVersion": "kubeflow.org/v1",
+    "kind": "PyTorchJob",
+    "metadata": {"name": "typo"},
+    "spec": {
+        "pytorchReplicaSpecs": {
+            "Master": {
+                "replicas": 1,
+                "restartPolicy": "Never",
+                "template": {
+                    "spec": {
+                        "containers": [
+                            {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", "1"]}
+                        ]
+                    }
+                },
+            }
+        }
+    },
+}
+
+
+@pytest.mark.parametrize(
+    ("path", "field"),
+    [
+        (("spec",), "spec.bogusField"),
+        (("spec", "pytorchReplicaSpecs", "Master"), "spec.pytorchReplicaSpecs.Master.bogusField"),
+    ],
+)
+def test_raw_pytorchjob_manifest_with_an_unknown_field_fails_naming_it_and_creates_nothing(
+    api_client: Any, namespace: str, path: tuple[str, ...], field: str
+) -> None:
+    from kubernetes import client
+
+    manifest = copy.deepcopy(RAW_PYTORCHJOB)
+    target = manifest
+    for key in path:
+        target = target[key]
+    target["bogusField"] = True
+    op = PyTorchJobOperator(task_id="typo", namespace=namespace, manifest=manifest)
+    with pytest.raises(ApiError) as info:
+        run_task(op, make_context("typo"))
+    assert info.value.status == 400
+    assert f'unknown field "{field}"' in str(info.value)
+    custom = client.CustomObjectsApi(api_client)
+    assert custom.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")["items"] == []
+    assert client.CoreV1Api(api_client).list_namespaced_pod(namespace).items == []
 
 
 def serving_objects(api_client: Any, namespace: str) -> dict[str, list[str]]:
