@@ -11,6 +11,7 @@ check is a JSON-able description. ``expected_response`` is either
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections.abc import Mapping, Sequence
@@ -20,7 +21,13 @@ from airflow_k8s_ml.manifests.validation import check_int, fail
 
 __all__ = ["SmokeOutcome", "check_response", "json_path", "validate_smoke_args"]
 
-_TOKEN = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\[\"([^\"]*)\"\]|\['([^']*)'\]")
+
+
+@functools.cache
+def _token() -> re.Pattern[str]:
+    """One path step; compiled on first use, not on import (this module is imported on every DAG parse)."""
+    return re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\[\"([^\"]*)\"\]|\['([^']*)'\]")
+
 _PREVIEW = 300
 
 
@@ -30,7 +37,7 @@ def _path_tokens(path: str, field_name: str = "expected_response") -> list[str |
     tokens: list[str | int] = []
     position = 1
     while position < len(path):
-        match = _TOKEN.match(path, position)
+        match = _token().match(path, position)
         if match is None:
             raise fail(field_name, f"cannot parse path {path!r} at {path[position:]!r}")
         name, index, dq, sq = match.groups()

@@ -188,7 +188,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
     def _check_first(values: Mapping[str, Any]) -> None:
         """Schedule and time zone first (as documented), then the URIs by the rule of the Job form
         (``output_uri`` distinct from ``input_uri``)."""
-        from airflow_k8s_ml.operators.batch_job import check_batch_uris
+        from airflow_k8s_ml.operators._batch_uris import check_batch_uris
 
         validate_schedule(values["schedule"], values["time_zone"])
         check_batch_uris(values)
