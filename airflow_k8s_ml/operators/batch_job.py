@@ -17,8 +17,9 @@ Import-light like the other operators: nothing here imports the Kubernetes clien
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.operators._args import PLACEHOLDER
 from airflow_k8s_ml.operators._batch_uris import (
     URI_ENV,
@@ -42,7 +43,7 @@ __all__ = [
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
 DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
-class BatchJobArguments(NamedTuple):
+class BatchJobArguments(Record):
     """The batch-inference Job's own arguments: the fine-tune Job's plus the three URIs."""
 
     backoff_limit: int

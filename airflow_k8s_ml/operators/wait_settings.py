@@ -8,9 +8,10 @@ both names) is only needed in ``execute``, so its code is not imported on every 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.deadlines import Deadlines, to_timedelta
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.operators.templating import PLACEHOLDER, is_templated
 
 if TYPE_CHECKING:
@@ -27,7 +28,7 @@ def _given(value: Any, templated_ok: bool) -> Any:
     return value
 
 
-class WaitSettings(NamedTuple):
+class WaitSettings(Record):
     """The waiting arguments of an operator or sensor, parsed once (after templating). A named tuple: this
     module is imported at DAG parse time (:func:`check_wait_args`)."""
 
