@@ -62,4 +62,4 @@ def test_a_required_field_after_a_default_is_refused() -> None:
 
         class Bad(Record):
             a: int = 0
-            b: int
+            b: int  # type: ignore[misc]
