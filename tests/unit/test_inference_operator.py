@@ -184,9 +184,8 @@ def test_service_proxy_path() -> None:
 
 def test_env_from_loads_secrets_and_errors_name_the_argument() -> None:
     values = {**BASE, "env_from": ["s3-credentials"]}
-    deployment = next(
-        o for o in render_inference(inference_spec(_args(values)), "digits", "ml", KEY) if o["kind"] == "Deployment"
-    )
+    objects = render_inference(inference_spec(_args(values)), "digits", "ml", KEY)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["envFrom"] == [{"secretRef": {"name": "s3-credentials"}}]
     with pytest.raises(ValidationError) as info:
