@@ -23,9 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING, NamedTuple
+from typing import TYPE_CHECKING
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.record import Record
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.status.clock import PhaseClock
@@ -128,7 +129,7 @@ def format_limit(limit: Limit) -> str:
     return "".join(parts) or "0s"
 
 
-class Expiry(NamedTuple):
+class Expiry(Record):
     """A budget that ran out: ``name`` is one of :data:`DEADLINE_NAMES`; the message to fail with."""
 
     name: str
@@ -136,7 +137,7 @@ class Expiry(NamedTuple):
     message: str
 
 
-class Deadlines(NamedTuple):
+class Deadlines(Record):
     """The budgets of one wait (None: no limit), typed; build it with :meth:`parse` from raw arguments."""
 
     admission_timeout: timedelta | None = None

@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-import zoneinfo
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+
+from airflow_k8s_ml.k8s.record import Record
 
 __all__ = [
     "TZ_IN_SCHEDULE_MESSAGE",
@@ -59,20 +59,22 @@ _BOUNDS: tuple[tuple[int, int, dict[str, int]], ...] = (
     (1, 12, _MONTHS),
     (0, 6, _DAYS),
 )
-_GO_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)")
+# Patterns as strings, compiled (and cached by ``re``) on first use: this module is imported on every DAG
+# parse, in a fresh dag-processor fork, and a schedule rarely needs them.
+_GO_DURATION_PART = r"(\d+\.?\d*|\.\d+)(ns|us|µs|μs|ms|s|m|h)"
 _GO_UNITS = {"ns": 1e-9, "us": 1e-6, "µs": 1e-6, "μs": 1e-6, "ms": 1e-3, "s": 1.0, "m": 60.0, "h": 3600.0}
 # validTimeZoneCharacters: one IANA file name component.
-_TZ_PART = re.compile(r"^[A-Za-z.\-_0-9+]{1,14}$")
+_TZ_PART_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz.-_0123456789+")
 
 
 class ScheduleError(ValueError):
     """A schedule robfig would not parse; ``str()`` is robfig's message."""
 
 
-@dataclass(frozen=True)
-class Schedule:
+class Schedule(Record):
     """A parsed schedule: a croniter expression or a constant ``@every`` delay, in ``zone`` when the
-    schedule carried a TZ prefix (otherwise in the zone of the time passed to :meth:`next`, as robfig)."""
+    schedule carried a TZ prefix (otherwise in the zone of the time passed to :meth:`next`, as robfig).
+    A :class:`~airflow_k8s_ml.k8s.record.Record`, not a frozen dataclass (generated code on every parse)."""
 
     expression: str | None = None
     every: timedelta | None = None
@@ -101,6 +103,8 @@ def load_location(name: str) -> tzinfo:
         return UTC
     if name == "Local":
         return UTC  # the local cluster's controller runs in UTC
+    import zoneinfo  # here: most parses never load a zone
+
     try:
         return zoneinfo.ZoneInfo(name)
     except (zoneinfo.ZoneInfoNotFoundError, ValueError, OSError):
@@ -113,7 +117,7 @@ def time_zone_error(time_zone: str) -> str | None:
     if time_zone == "":
         return "timeZone must be nil or non-empty string"
     for part in time_zone.split("/"):
-        if part in (".", "..") or part.startswith("-") or not _TZ_PART.match(part):
+        if part in (".", "..") or part.startswith("-") or not _is_tz_part(part):
             return f"unknown time zone {time_zone}"
     if time_zone.lower() == "local":
         return "timeZone must be an explicit time zone as defined in https://www.iana.org/time-zones"
@@ -122,6 +126,11 @@ def time_zone_error(time_zone: str) -> str | None:
     except ScheduleError as exc:
         return str(exc)
     return None
+
+
+def _is_tz_part(part: str) -> bool:
+    r"""validTimeZoneCharacters, ``^[A-Za-z.\-_0-9+]{1,14}$``, without compiling it."""
+    return 1 <= len(part) <= 14 and all(char in _TZ_PART_CHARS for char in part)
 
 
 def format_schedule(schedule: str, time_zone: str | None) -> str:
@@ -225,7 +234,8 @@ def _int_or_name(expr: str, names: dict[str, int]) -> int:
 
 def _atoi(expr: str) -> int:
     """robfig ``mustParseInt`` (Go's ``strconv.Atoi`` messages)."""
-    if not re.fullmatch(r"[+-]?[0-9]+", expr):
+    digits = expr[1:] if expr[:1] in ("+", "-") else expr
+    if not digits or not all(char in "0123456789" for char in digits):  # [+-]?[0-9]+, no regex to compile
         detail = f'strconv.Atoi: parsing "{expr}": invalid syntax'
         raise ScheduleError(f"failed to parse int from {expr}: {detail}")
     number = int(expr)
@@ -242,7 +252,7 @@ def _go_duration(text: str) -> float:
     if not body:
         raise ScheduleError(f'time: invalid duration "{text}"')
     seconds, pos = 0.0, 0
-    for match in _GO_DURATION_PART.finditer(body):
+    for match in re.finditer(_GO_DURATION_PART, body):
         if match.start() != pos:
             break
         seconds += float(match.group(1)) * _GO_UNITS[match.group(2)]

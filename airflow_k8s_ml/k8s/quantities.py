@@ -8,18 +8,17 @@ short form capacity and allocatable are shown in. Pure, stdlib only.
 
 from __future__ import annotations
 
-import re
 from decimal import Decimal
 
 __all__ = ["QUANTITY_PATTERN", "QuantityError", "format_plain", "is_extended_resource", "parse", "try_parse"]
 
 #: The regular expression upstream's error message quotes.
 QUANTITY_PATTERN = "^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$"
-# <signedNumber><suffix>; suffix is binarySI | decimalSI | decimalExponent (Go's parseQuantityString).
-_QUANTITY = re.compile(
-    r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
-    r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
-)
+# <signedNumber><suffix>; suffix is binarySI | decimalSI | decimalExponent (Go's parseQuantityString):
+# ^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))(?P<suffix>Ki|Mi|...|E|[eE][+-]?[0-9]+)?$, read by
+# :func:`_split` without a regular expression (this module is imported on every DAG parse, in a fresh
+# dag-processor fork, where compiling one costs more than all the quantities of a DAG).
+_DIGITS = frozenset("0123456789")
 _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 
@@ -38,16 +37,44 @@ def parse(value: object) -> Decimal:
         raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
     if isinstance(value, int | float):
         return Decimal(repr(value))
-    match = _QUANTITY.match(str(value).strip())
-    if match is None:
+    parts = _split(str(value).strip())
+    if parts is None:
         raise QuantityError(f"quantities must match the regular expression '{QUANTITY_PATTERN}'")
-    number = Decimal(match.group("number"))
-    suffix = match.group("suffix") or ""
+    number, suffix = Decimal(parts[0]), parts[1]
     if suffix in _BINARY:
         return number * Decimal(2) ** _BINARY[suffix]
     if suffix in _DECIMAL:
         return number.scaleb(_DECIMAL[suffix])
     return number.scaleb(int(suffix[1:]))
+
+
+def _split(text: str) -> tuple[str, str] | None:
+    """``(number, suffix)`` of a quantity's text, or None when it is not one."""
+    end = 1 if text.startswith(("+", "-")) else 0
+    start = end
+    while end < len(text) and text[end] in _DIGITS:
+        end += 1
+    whole = end - start
+    fraction = 0
+    if end < len(text) and text[end] == ".":
+        end += 1
+        while end < len(text) and text[end] in _DIGITS:
+            end += 1
+            fraction += 1
+    if not whole and not fraction:
+        return None
+    suffix = text[end:]
+    if suffix in _BINARY or suffix in _DECIMAL or _is_exponent(suffix):
+        return text[:end], suffix
+    return None
+
+
+def _is_exponent(suffix: str) -> bool:
+    """``[eE][+-]?[0-9]+``."""
+    if suffix[:1] not in ("e", "E"):
+        return False
+    digits = suffix[2:] if suffix[1:2] in ("+", "-") else suffix[1:]
+    return bool(digits) and all(char in _DIGITS for char in digits)
 
 
 def try_parse(value: object) -> Decimal | None:

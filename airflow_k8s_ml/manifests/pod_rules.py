@@ -85,7 +85,9 @@ _PULL_POLICIES = ("Always", "IfNotPresent", "Never")
 
 
 def _snake(key: str) -> str:
-    return re.sub(r"(?<!^)([A-Z])", r"_\1", key).lower()
+    """camelCase -> snake_case (an ASCII capital after the first character gets a ``_``)."""
+    chars = (f"_{char}" if index and "A" <= char <= "Z" else char for index, char in enumerate(key))
+    return "".join(chars).lower()
 
 
 def _item_fields(value: Any, known: Sequence[str], field: str, what: str) -> dict[str, Any]:

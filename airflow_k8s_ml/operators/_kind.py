@@ -10,21 +10,24 @@ whose ``__init__`` order decides what is already set (the former ``"output_uri" 
 The status classifier and the replica names in logs are found by ``kind`` (``status.classify.CLASSIFIERS``,
 ``kube.resources.pod_label_key`` / ``replica_name``), so they need no entry here.
 
-Import-light: imported on every DAG parse (slotted read-only classes, not dataclasses or generic
-NamedTuples; the spec modules load inside ``render`` only).
+Import-light: imported on every DAG parse (slotted read-only classes and a
+:class:`~airflow_k8s_ml.k8s.record.Record`, not dataclasses or NamedTuples; the spec modules load inside
+``render`` only).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any, Generic, NamedTuple, TypeVar
+from typing import Any, Generic, TypeVar
+
+from airflow_k8s_ml.k8s.record import Record
 
 __all__ = ["Placement", "WorkloadArgs", "WorkloadKind"]
 
 A = TypeVar("A")
 
 
-class Placement(NamedTuple):
+class Placement(Record):
     """Where and as what one attempt is created: the parts of the object the operator owns."""
 
     name: str

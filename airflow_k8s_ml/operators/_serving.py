@@ -5,6 +5,11 @@ run re-applies. Labelling them with the try number would make a plain task retry
 ("configured") when nothing about the serving state differs. A run-now Job *is* a per-attempt workload and
 gets :meth:`RunKey.labels` (with the attempt) from its operator instead.
 
+Why typed arguments: each operator reads its arguments once - after templating in ``execute``, neutralised
+(:func:`neutral`) in ``__init__`` - into a frozen :class:`InferenceArgs` / :class:`CronJobArgs`, and every
+helper here takes that value, so a misspelt argument name is a type error instead of a ``KeyError`` (or a
+silent default) in one of the ~25 places that read it.
+
 Why two paths from the arguments: :func:`check_inference_args` / :func:`check_cronjob_args` judge the
 arguments with the rule functions alone (``manifests/*_rules.py``), building nothing, because the operators
 run them in ``__init__`` on every DAG parse; :func:`inference_spec` / :func:`batch_spec` build the typed
@@ -16,8 +21,9 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.pod_fields import operator_arguments, option_fields
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.serving_rules import (
@@ -29,7 +35,8 @@ from airflow_k8s_ml.manifests.serving_rules import (
     check_server_name,
 )
 from airflow_k8s_ml.manifests.validation import fail, renamed_fields
-from airflow_k8s_ml.operators._args import argument_names
+from airflow_k8s_ml.operators._args import PLACEHOLDER, argument_names
+from airflow_k8s_ml.operators.templating import neutralize
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
@@ -41,11 +48,15 @@ __all__ = [
     "CRONJOB_ARGUMENTS",
     "DEPLOYMENT_OPTIONS",
     "POD_ARGUMENTS",
+    "CronJobArgs",
+    "InferenceArgs",
+    "ServingArgs",
     "batch_spec",
     "check_cronjob_args",
     "check_inference_args",
     "inference_spec",
     "json_merge",
+    "neutral",
     "object_labels",
     "pod_template",
     "render_inference",
@@ -131,6 +142,80 @@ DEPLOYMENT_OPTIONS = (
 _OPTION_ARGUMENTS = {name: f"deployment_options.{name}" for name in DEPLOYMENT_OPTIONS}
 
 
+class ServingArgs(Record):
+    """What both serving operators take, read once (after templating, or neutralised at parse time).
+
+    ``pod`` maps each pod argument (:data:`POD_ARGUMENTS`, plus ``pod_options``) to its value, as
+    :class:`~airflow_k8s_ml.operators._kind.WorkloadArgs` does for the workload operators.
+    """
+
+    name: Any
+    namespace: Any
+    model_uri: Any
+    pod: Mapping[str, Any]
+    labels: Any
+    annotations: Any
+
+    @classmethod
+    def read(cls, operator: object) -> Self:
+        """The operator's attributes of the same names (``pod``: its pod arguments and ``pod_options``)."""
+        pod = {name: getattr(operator, name) for name in (*POD_ARGUMENTS, "pod_options")}
+        own = {name: getattr(operator, name) for name in cls._fields if name != "pod"}
+        return cls(pod=pod, **own)
+
+
+class InferenceArgs(ServingArgs):
+    """``InferenceDeploymentOperator``'s arguments that shape or check the objects it applies."""
+
+    replicas: Any
+    port: Any
+    service_port: Any
+    readiness_path: Any
+    liveness_path: Any
+    deployment_options: Any
+    autoscaling: Any
+    pdb_min_available: Any
+    network_policy: Any
+    deployment_overrides: Any
+    smoke_path: Any
+    smoke_request: Any
+    expected_response: Any
+    expected_status: Any
+
+
+class CronJobArgs(ServingArgs):
+    """``BatchInferenceCronJobOperator``'s arguments that shape or check the CronJob it applies."""
+
+    input_uri: Any
+    output_uri: Any
+    schedule: Any
+    time_zone: Any
+    concurrency_policy: Any
+    starting_deadline_seconds: Any
+    successful_jobs_history_limit: Any
+    failed_jobs_history_limit: Any
+    suspend: Any
+    backoff_limit: Any
+    active_deadline_seconds: Any
+    ttl_seconds_after_finished: Any
+
+
+_Args = TypeVar("_Args", bound=ServingArgs)
+
+
+def neutral(args: _Args) -> _Args:
+    """The parse-time stand-in of typed arguments: templated strings (anywhere inside) and XComArgs
+    (``gate.output``, resolved at run time) become the placeholder, which the rules let pass."""
+
+    def value(item: Any) -> Any:
+        if hasattr(item, "resolve") and not isinstance(item, str | Mapping | list | tuple):
+            return PLACEHOLDER
+        return neutralize(item)
+
+    fields = {name: value(item) for name, item in args._asdict().items() if name != "pod"}
+    return type(args)(pod={name: value(item) for name, item in args.pod.items()}, **fields)
+
+
 def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str, Any]:
     if value is None:
         return {}
@@ -142,15 +227,15 @@ def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str,
     return dict(value)
 
 
-def _pod_arguments(values: Mapping[str, Any], *, pod_ip_env: bool) -> dict[str, Any]:
+def _pod_arguments(args: ServingArgs, *, pod_ip_env: bool) -> dict[str, Any]:
     """PodTemplate arguments from the top-level pod arguments plus ``pod_options`` (any other field).
 
     ``pod_ip_env`` adds ``POD_IP`` from the downward API (``status.podIP``) unless the user sets it: a
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    options = _options(values.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options")
-    given = {field: values[arg] for arg, field in POD_ARGUMENTS.items() if values.get(arg) is not None}
+    options = _options(args.pod.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options")
+    given = {field: args.pod[arg] for arg, field in POD_ARGUMENTS.items() if args.pod.get(arg) is not None}
     if pod_ip_env:
         field_env = dict(options.get("field_env") or {})
         user_vars = {*(given.get("env") or {}), *(given.get("secret_env") or {}), *field_env}
@@ -160,20 +245,18 @@ def _pod_arguments(values: Mapping[str, Any], *, pod_ip_env: bool) -> dict[str, 
     return {**given, **options}
 
 
-def pod_template(values: Mapping[str, Any], *, pod_ip_env: bool = False) -> PodTemplate:
+def pod_template(args: ServingArgs, *, pod_ip_env: bool = False) -> PodTemplate:
     """The pod from the top-level pod arguments plus ``pod_options`` (see :func:`_pod_arguments`)."""
     from airflow_k8s_ml.manifests.pod import PodTemplate
 
     with argument_names():
-        return PodTemplate(**_pod_arguments(values, pod_ip_env=pod_ip_env))
+        return PodTemplate(**_pod_arguments(args, pod_ip_env=pod_ip_env))
 
 
-def _check_pod(
-    values: Mapping[str, Any], *, pod_ip_env: bool, injected_env: Mapping[str, str]
-) -> dict[str, Any]:
+def _check_pod(args: ServingArgs, *, pod_ip_env: bool, injected_env: Mapping[str, str]) -> dict[str, Any]:
     """The pod's arguments by the pod rules (building nothing); a variable we inject may not be set."""
     with argument_names():
-        pod = check_pod_fields(_pod_arguments(values, pod_ip_env=pod_ip_env))
+        pod = check_pod_fields(_pod_arguments(args, pod_ip_env=pod_ip_env))
         check_injected_env(pod, injected_env)
     return pod
 
@@ -200,58 +283,58 @@ _AUTOSCALING = ("Autoscaling", ("max_replicas", *AUTOSCALING_DEFAULTS))
 _INGRESS_POLICY = ("IngressPolicy", tuple(INGRESS_DEFAULTS))
 
 
-def _autoscaling(values: Mapping[str, Any]) -> dict[str, Any] | None:
-    return _checked(values.get("autoscaling"), check_autoscaling_fields, _AUTOSCALING, "autoscaling")
+def _autoscaling(args: InferenceArgs) -> dict[str, Any] | None:
+    return _checked(args.autoscaling, check_autoscaling_fields, _AUTOSCALING, "autoscaling")
 
 
-def _network_policy(values: Mapping[str, Any]) -> dict[str, Any] | None:
-    return _checked(values.get("network_policy"), check_ingress_fields, _INGRESS_POLICY, "network_policy")
+def _network_policy(args: InferenceArgs) -> dict[str, Any] | None:
+    return _checked(args.network_policy, check_ingress_fields, _INGRESS_POLICY, "network_policy")
 
 
-def _server_fields(values: Mapping[str, Any], model_uri: str) -> dict[str, Any]:
+def _server_fields(args: InferenceArgs, model_uri: str) -> dict[str, Any]:
     """The InferenceSpec fields besides pod, autoscaling and network policy, as the operator gives them."""
-    options = _options(values.get("deployment_options"), DEPLOYMENT_OPTIONS, "deployment_options")
+    options = _options(args.deployment_options, DEPLOYMENT_OPTIONS, "deployment_options")
     return {
         "model_uri": model_uri,
-        "replicas": values.get("replicas"),
-        "port": values.get("port", 8080),
-        "service_port": values.get("service_port", 80),
-        "readiness_path": values.get("readiness_path", "/readyz"),
-        "liveness_path": values.get("liveness_path"),
-        "pdb_min_available": values.get("pdb_min_available"),
-        "labels": values.get("labels") or {},
-        "annotations": values.get("annotations") or {},
+        "replicas": args.replicas,
+        "port": args.port,
+        "service_port": args.service_port,
+        "readiness_path": args.readiness_path,
+        "liveness_path": args.liveness_path,
+        "pdb_min_available": args.pdb_min_available,
+        "labels": args.labels or {},
+        "annotations": args.annotations or {},
         **options,
     }
 
 
-def _server_env(model_uri: str, values: Mapping[str, Any]) -> dict[str, str]:
+def _server_env(model_uri: str, args: InferenceArgs) -> dict[str, str]:
     """What the model server's container gets from the operator (and the user may not set)."""
-    return {"MODEL_URI": model_uri, "PORT": str(values.get("port", 8080))}
+    return {"MODEL_URI": model_uri, "PORT": str(args.port)}
 
 
-def check_inference_args(values: Mapping[str, Any]) -> None:
+def check_inference_args(args: InferenceArgs) -> None:
     """Every argument of ``InferenceDeploymentOperator`` by the rule functions, building nothing: what
     ``__init__`` runs on every DAG parse (templated values arrive as placeholders)."""
-    check_server_name(values["name"])
-    model_uri = resolve_model_uri(values.get("model_uri"))
-    pod = _check_pod(values, pod_ip_env=True, injected_env=_server_env(model_uri, values))
-    autoscaling = _autoscaling(values)
-    _network_policy(values)
+    check_server_name(args.name)
+    model_uri = resolve_model_uri(args.model_uri)
+    pod = _check_pod(args, pod_ip_env=True, injected_env=_server_env(model_uri, args))
+    autoscaling = _autoscaling(args)
+    _network_policy(args)
     with renamed_fields(_OPTION_ARGUMENTS):  # the user wrote deployment_options={"max_surge": ...}
         check_inference_fields(
-            _server_fields(values, model_uri), requests=pod["requests"], autoscaling=autoscaling
+            _server_fields(args, model_uri), requests=pod["requests"], autoscaling=autoscaling
         )
 
 
-def inference_spec(values: Mapping[str, Any]) -> InferenceSpec:
+def inference_spec(args: InferenceArgs) -> InferenceSpec:
     """The InferenceSpec from the operator's (rendered) arguments; ``ValidationError`` names the field."""
     from airflow_k8s_ml.manifests.serving import Autoscaling, InferenceSpec, IngressPolicy
 
-    pod = pod_template(values, pod_ip_env=True)
-    model_uri = resolve_model_uri(values.get("model_uri"))
-    fields = _server_fields(values, model_uri)
-    autoscaling, policy = _autoscaling(values), _network_policy(values)
+    pod = pod_template(args, pod_ip_env=True)
+    model_uri = resolve_model_uri(args.model_uri)
+    fields = _server_fields(args, model_uri)
+    autoscaling, policy = _autoscaling(args), _network_policy(args)
     with renamed_fields(_OPTION_ARGUMENTS):
         return InferenceSpec(
             pod=pod,
@@ -308,32 +391,32 @@ CRONJOB_ARGUMENTS = (
 )
 
 
-def _batch_fields(values: Mapping[str, Any], model_uri: str) -> dict[str, Any]:
+def _batch_fields(args: CronJobArgs, model_uri: str) -> dict[str, Any]:
     """The BatchInferenceSpec fields but the pod, as the CronJob operator gives them."""
     return {
         "model_uri": model_uri,
-        "input_uri": values.get("input_uri"),
-        "output_uri": values.get("output_uri"),
-        "labels": values.get("labels") or {},
-        "annotations": values.get("annotations") or {},
-        **{name: values[name] for name in CRONJOB_ARGUMENTS if name in values},
+        "input_uri": args.input_uri,
+        "output_uri": args.output_uri,
+        "labels": args.labels or {},
+        "annotations": args.annotations or {},
+        **{name: getattr(args, name) for name in CRONJOB_ARGUMENTS},
     }
 
 
-def check_cronjob_args(values: Mapping[str, Any]) -> None:
+def check_cronjob_args(args: CronJobArgs) -> None:
     """The CronJob operator's spec arguments by the rule functions, building nothing (DAG parse time)."""
     from airflow_k8s_ml.manifests.batch_rules import check_batch_fields  # the cron grammar: CronJobs only
 
-    model_uri = resolve_model_uri(values.get("model_uri"))
-    fields = _batch_fields(values, model_uri)
+    model_uri = resolve_model_uri(args.model_uri)
+    fields = _batch_fields(args, model_uri)
     injected = {"MODEL_URI": model_uri, "INPUT_URI": fields["input_uri"], "OUTPUT_URI": fields["output_uri"]}
-    _check_pod(values, pod_ip_env=False, injected_env=injected)
+    _check_pod(args, pod_ip_env=False, injected_env=injected)
     check_batch_fields(fields)
 
 
-def batch_spec(values: Mapping[str, Any]) -> BatchInferenceSpec:
+def batch_spec(args: CronJobArgs) -> BatchInferenceSpec:
     """:class:`BatchInferenceSpec` from the CronJob operator's (rendered) arguments."""
     from airflow_k8s_ml.manifests.batch import BatchInferenceSpec
 
-    model_uri = resolve_model_uri(values.get("model_uri"))
-    return BatchInferenceSpec(pod=pod_template(values), **_batch_fields(values, model_uri))
+    model_uri = resolve_model_uri(args.model_uri)
+    return BatchInferenceSpec(pod=pod_template(args), **_batch_fields(args, model_uri))

@@ -50,7 +50,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult
     from airflow_k8s_ml.operators.record import WorkloadRecord
-    from airflow_k8s_ml.operators.waiting import WaitSettings
+    from airflow_k8s_ml.operators.wait_settings import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
@@ -315,7 +315,7 @@ class _WorkloadOperator(BaseOperator):
     ) -> WaitSettings:
         """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
         (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
-        from airflow_k8s_ml.operators.waiting import WaitSettings
+        from airflow_k8s_ml.operators.wait_settings import WaitSettings
 
         return WaitSettings.build(
             kubernetes_conn_id=self.kubernetes_conn_id,

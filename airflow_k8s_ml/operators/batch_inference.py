@@ -26,12 +26,12 @@ from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, renamed_argument, to_timedelta
 from airflow_k8s_ml.operators._serving import (
-    CRONJOB_ARGUMENTS,
-    POD_ARGUMENTS,
+    CronJobArgs,
     batch_spec,
     check_cronjob_args,
+    neutral,
     object_labels,
     run_key,
 )
@@ -90,19 +90,6 @@ class BatchInferenceCronJobOperator(BaseOperator):
         "annotations",
     )
     ui_color = "#efe6f5"
-
-    _SPEC_ARGS = (
-        "name",
-        "namespace",
-        "model_uri",
-        "input_uri",
-        "output_uri",
-        *POD_ARGUMENTS,  # the pod arguments, as the spec builders in _serving read them
-        "pod_options",
-        *CRONJOB_ARGUMENTS,
-        "labels",
-        "annotations",
-    )
 
     def __init__(
         self,
@@ -179,55 +166,57 @@ class BatchInferenceCronJobOperator(BaseOperator):
         self.deadline = to_timedelta(deadline, "deadline")
         self.stream_logs = stream_logs
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
-        self._check_literals(_parse_time_values(self._values()))  # a typo fails the DAG import
+        self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
 
-    def _values(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._SPEC_ARGS}
+    def _arguments(self) -> CronJobArgs:
+        """The arguments that shape or check the CronJob, read once into a frozen value (rendered in
+        ``execute``; at parse time :func:`_parse_time_args` neutralises them)."""
+        return CronJobArgs.read(self)
 
     @staticmethod
-    def _check_first(values: Mapping[str, Any]) -> None:
+    def _check_first(args: CronJobArgs) -> None:
         """Schedule and time zone first (as documented), then the URIs by the rule of the Job form
         (``output_uri`` distinct from ``input_uri``)."""
-        from airflow_k8s_ml.operators.batch_job import check_batch_uris
+        from airflow_k8s_ml.operators._batch_uris import check_batch_uris
 
-        validate_schedule(values["schedule"], values["time_zone"])
-        check_batch_uris(values)
+        validate_schedule(args.schedule, args.time_zone)
+        check_batch_uris(args._asdict())
 
     @classmethod
-    def _check_literals(cls, values: Mapping[str, Any]) -> None:
+    def _check_literals(cls, args: CronJobArgs) -> None:
         """Parse time: the arguments by the rule functions, building nothing; ``labels`` (which may not take
         our keys) are judged against the rendered CronJob, so when given it is rendered here too."""
-        cls._check_first(values)
-        if values["namespace"] is not None:
-            validate_namespace(values["namespace"])
-        validate_name("CronJob", values["name"], "name")
-        check_cronjob_args(values)
-        if values["labels"]:
+        cls._check_first(args)
+        if args.namespace is not None:
+            validate_namespace(args.namespace)
+        validate_name("CronJob", args.name, "name")
+        check_cronjob_args(args)
+        if args.labels:
             from airflow_k8s_ml.operators._workload import parse_time_key
 
-            cls._check(values, parse_time_key())
+            cls._check(args, parse_time_key())
 
     @classmethod
-    def _check(cls, values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> dict[str, Any]:
+    def _check(cls, args: CronJobArgs, key: RunKey, namespace: str | None = None) -> dict[str, Any]:
         """The CronJob, rendered and validated (pure): runs before any API call."""
         from airflow_k8s_ml.manifests.batch import build_cronjob
 
-        cls._check_first(values)
-        namespace = namespace or values["namespace"] or "default"
+        cls._check_first(args)
+        namespace = namespace or args.namespace or "default"
         validate_namespace(namespace)
         labels, annotations = object_labels(key)
-        return build_cronjob(batch_spec(values), values["name"], namespace, labels, annotations)
+        return build_cronjob(batch_spec(args), args.name, namespace, labels, annotations)
 
     # -- execute ----------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
-        values = self._values()
-        validate_schedule(values["schedule"], values["time_zone"])  # before anything else, as documented
+        args = self._arguments()
+        validate_schedule(args.schedule, args.time_zone)  # before anything else, as documented
         key = run_key(context)
-        if values["namespace"] is not None:
-            validate_namespace(values["namespace"])
+        if args.namespace is not None:
+            validate_namespace(args.namespace)
         client = self._client()
-        namespace = values["namespace"] or client.namespace
-        cronjob = self._check(values, key, namespace)  # before any API call
+        namespace = args.namespace or client.namespace
+        cronjob = self._check(args, key, namespace)  # before any API call
         from airflow_k8s_ml.kube.serving_ops import apply_object
 
         live, action = apply_object(client, cronjob)
@@ -370,14 +359,12 @@ class BatchInferenceCronJobOperator(BaseOperator):
             self.log.warning("event: %s", warning)
 
 
-def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Templated strings and XComArgs become placeholders; a templated schedule a valid one."""
-    out = neutralize(dict(values))
-    for name, value in out.items():
-        if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
-            out[name] = PLACEHOLDER
-    if out["schedule"] == PLACEHOLDER:
-        out["schedule"] = _SCHEDULE_PLACEHOLDER
-    if out["time_zone"] == PLACEHOLDER:
-        out["time_zone"] = None
+def _parse_time_args(args: CronJobArgs) -> CronJobArgs:
+    """Templated strings and XComArgs become placeholders
+    (:func:`~airflow_k8s_ml.operators._serving.neutral`); a templated schedule a valid one."""
+    out = neutral(args)
+    if out.schedule == PLACEHOLDER:
+        out = out._replace(schedule=_SCHEDULE_PLACEHOLDER)
+    if out.time_zone == PLACEHOLDER:
+        out = out._replace(time_zone=None)
     return out

@@ -17,10 +17,17 @@ Import-light like the other operators: nothing here imports the Kubernetes clien
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
-from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated
+from airflow_k8s_ml.k8s.record import Record
+from airflow_k8s_ml.operators._args import PLACEHOLDER
+from airflow_k8s_ml.operators._batch_uris import (
+    URI_ENV,
+    check_batch_uri,
+    check_batch_uris,
+    check_static_scheme,
+    uri_text,
+)
 from airflow_k8s_ml.operators._kind import WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
 from airflow_k8s_ml.operators.training import check_job, render_job
@@ -36,75 +43,7 @@ __all__ = [
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
 DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
-#: Operator argument -> env var of the pod (the same names the CronJob form injects).
-URI_ENV: dict[str, str] = {"model_uri": "MODEL_URI", "input_uri": "INPUT_URI", "output_uri": "OUTPUT_URI"}
-_SCHEMES = ("s3://", "file://")
-_EXPECTED = "must be an s3://bucket/prefix or file:///abs/path URI"
-
-
-def _uri_text(value: Any, field: str) -> str | None:
-    """The URI a (possibly rendered) argument holds, or None while it is unresolved (a Jinja placeholder or
-    an XComArg at parse time). ``model_uri`` may be the checkpoint gate's XCom ``{"uri", "step", ...}``."""
-    if isinstance(value, Mapping) and field == "model_uri":
-        value = value.get("uri")
-    if value == PLACEHOLDER:
-        return None
-    if hasattr(value, "resolve") and not isinstance(value, str | Mapping):
-        return None  # an XComArg: Airflow resolves it when the task renders its fields
-    if not isinstance(value, str) or not value.strip():
-        gate = " or the checkpoint gate's XCom with a 'uri'" if field == "model_uri" else ""
-        raise ValidationError(field, f"{_EXPECTED}{gate}, got {value!r}")
-    return value.strip()
-
-
-def check_batch_uri(value: Any, field: str) -> str | None:
-    """A batch URI checked as the pod will read it: ``s3://bucket[/prefix]`` or ``file:///abs/path``.
-
-    Bare paths are refused (unlike checkpoint URIs): the workload needs a scheme to pick its storage, and a
-    path means different things on the Airflow worker and in the pod. Returns the URI, or None while the
-    value is still a template.
-    """
-    text = _uri_text(value, field)
-    if text is None:
-        return None
-    if not text.startswith(_SCHEMES):
-        raise ValidationError(field, f"{_EXPECTED}, got {text!r}")
-    from airflow_k8s_ml.checkpoints.uri import parse_uri
-
-    parse_uri(text, field)  # a bucket-less s3:// or a relative/'..' file path is named here
-    return text
-
-
-def check_batch_uris(values: Mapping[str, Any]) -> dict[str, str | None]:
-    """The three URIs of a batch run (Job or CronJob form), each by :func:`check_batch_uri`, and
-    ``output_uri`` distinct from ``input_uri``. Templated ones (None) wait until they are rendered."""
-    uris = {field: check_batch_uri(values[field], field) for field in URI_ENV}
-    if uris["input_uri"] is not None and uris["output_uri"] is not None:
-        from airflow_k8s_ml.checkpoints.uri import parse_uri
-
-        if parse_uri(uris["input_uri"]).uri == parse_uri(uris["output_uri"]).uri:
-            raise ValidationError(
-                "output_uri",
-                f"must differ from input_uri ({uris['input_uri']!r}): the predictions would be read as "
-                "input by the next run",
-            )
-    return uris
-
-
-def _check_static_scheme(value: Any, field: str) -> None:
-    """Parse time, for a templated URI: its literal start, when it already names a scheme, must be ours.
-
-    ``s3://b/predictions/{{ ds_nodash }}/`` passes; ``gs://b/{{ ds }}/`` fails at DAG import rather than at
-    the first run. A template that starts with Jinja (``{{ var.value.out }}``) waits for ``execute``.
-    """
-    if not (isinstance(value, str) and is_templated(value)):
-        return
-    head = value.strip().split("{{", 1)[0].split("{%", 1)[0]
-    if "://" in head and not head.startswith(_SCHEMES):
-        raise ValidationError(field, f"{_EXPECTED}, got {value!r}")
-
-
-class BatchJobArguments(NamedTuple):
+class BatchJobArguments(Record):
     """The batch-inference Job's own arguments: the fine-tune Job's plus the three URIs."""
 
     backoff_limit: int
@@ -123,12 +62,12 @@ def check_uris(args: WorkloadArgs[BatchJobArguments]) -> None:
 def uri_env(args: WorkloadArgs[BatchJobArguments]) -> dict[str, str]:
     """``MODEL_URI``/``INPUT_URI``/``OUTPUT_URI`` (a user env setting one of them is refused, naming it; a raw
     ``manifest=`` gets them in every container)."""
-    return {var: _uri_text(getattr(args.own, field), field) or PLACEHOLDER for field, var in URI_ENV.items()}
+    return {var: uri_text(getattr(args.own, field), field) or PLACEHOLDER for field, var in URI_ENV.items()}
 
 
 def with_output(args: WorkloadArgs[BatchJobArguments], result: dict[str, Any]) -> dict[str, Any]:
     """The Job's result plus ``output_uri``, so downstream tasks find this run's predictions."""
-    return {**result, "output_uri": _uri_text(args.own.output_uri, "output_uri")}
+    return {**result, "output_uri": uri_text(args.own.output_uri, "output_uri")}
 
 
 BATCH_INFERENCE_JOB: WorkloadKind[BatchJobArguments] = WorkloadKind(
@@ -203,5 +142,5 @@ class BatchInferenceJobOperator(_WorkloadOperator):
         self.input_uri = input_uri
         self.output_uri = output_uri
         for field in URI_ENV:
-            _check_static_scheme(getattr(self, field), field)
+            check_static_scheme(getattr(self, field), field)
         self._validate_at_parse_time()

@@ -31,11 +31,12 @@ from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, neutralize, renamed_argument, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, renamed_argument, to_timedelta
 from airflow_k8s_ml.operators._serving import (
-    POD_ARGUMENTS,
+    InferenceArgs,
     check_inference_args,
     inference_spec,
+    neutral,
     render_inference,
     resolve_model_uri,
     run_key,
@@ -63,20 +64,19 @@ _OPTIONAL_KINDS = (
 )
 
 
-def _parse_time_values(values: Mapping[str, Any]) -> dict[str, Any]:
-    """Templated strings and XComArgs (``gate.output``, resolved at run time) become placeholders; a
-    templated smoke path or response path a valid stand-in (:data:`_PATH_STAND_INS`)."""
-    out = neutralize(dict(values))
-    for name, value in out.items():
-        if hasattr(value, "resolve") and not isinstance(value, str | Mapping | list | tuple):
-            out[name] = PLACEHOLDER
+def _parse_time_args(args: InferenceArgs) -> InferenceArgs:
+    """Templated strings and XComArgs (``gate.output``, resolved at run time) become placeholders
+    (:func:`~airflow_k8s_ml.operators._serving.neutral`); a templated smoke path or response path a valid
+    stand-in (:data:`_PATH_STAND_INS`)."""
+    out = neutral(args)
+    stand_ins: dict[str, Any] = {}
     for name, stand_in in _PATH_STAND_INS.items():
-        value = out[name]
+        value = getattr(out, name)
         if value == PLACEHOLDER:
-            out[name] = stand_in
+            stand_ins[name] = stand_in
         elif isinstance(value, list | tuple):
-            out[name] = [stand_in if item == PLACEHOLDER else item for item in value]
-    return out
+            stand_ins[name] = [stand_in if item == PLACEHOLDER else item for item in value]
+    return out._replace(**stand_ins) if stand_ins else out
 
 
 def _seconds_or_zero(value: Any, field: str) -> float:
@@ -87,10 +87,8 @@ def _seconds_or_zero(value: Any, field: str) -> float:
     return 0.0 if budget is None else budget.total_seconds()
 
 
-def _check_smoke(values: Mapping[str, Any]) -> None:
-    validate_smoke_args(
-        values["smoke_path"], values["smoke_request"], values["expected_response"], values["expected_status"]
-    )
+def _check_smoke(args: InferenceArgs) -> None:
+    validate_smoke_args(args.smoke_path, args.smoke_request, args.expected_response, args.expected_status)
 
 
 class InferenceDeploymentOperator(BaseOperator):
@@ -225,75 +223,53 @@ class InferenceDeploymentOperator(BaseOperator):
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
-        self._check_literals(_parse_time_values(self._values()))  # a typo fails the DAG import
+        self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
 
     # -- arguments --------------------------------------------------------------------------------------
-    _SPEC_ARGS = (
-        "name",
-        "namespace",
-        "model_uri",
-        *POD_ARGUMENTS,  # the pod arguments, as the spec builders in _serving read them
-        "pod_options",
-        "replicas",
-        "port",
-        "service_port",
-        "readiness_path",
-        "liveness_path",
-        "deployment_options",
-        "autoscaling",
-        "pdb_min_available",
-        "network_policy",
-        "labels",
-        "annotations",
-        "deployment_overrides",
-        "smoke_path",
-        "smoke_request",
-        "expected_response",
-        "expected_status",
-    )
-
-    def _values(self) -> dict[str, Any]:
-        return {name: getattr(self, name) for name in self._SPEC_ARGS}
+    def _arguments(self) -> InferenceArgs:
+        """The arguments that shape or check the objects, read once into a frozen value (rendered in
+        ``execute``; at parse time :func:`_parse_time_args` neutralises them)."""
+        return InferenceArgs.read(self)
 
     @staticmethod
-    def _check_literals(values: Mapping[str, Any]) -> None:
+    def _check_literals(args: InferenceArgs) -> None:
         """Parse time: the arguments by the rule functions, building nothing. ``labels`` (which may not take
         our keys) and ``deployment_overrides`` (which may not change identity or selector) are judged
         against the rendered objects, so when given they are rendered here too, as ``execute`` would."""
-        if values["namespace"] is not None:
-            validate_namespace(values["namespace"])
-        _check_smoke(values)
-        check_inference_args(values)
-        if values["labels"] or values["deployment_overrides"] is not None:
+        if args.namespace is not None:
+            validate_namespace(args.namespace)
+        _check_smoke(args)
+        check_inference_args(args)
+        if args.labels or args.deployment_overrides is not None:
             from airflow_k8s_ml.operators._workload import parse_time_key
 
-            InferenceDeploymentOperator._check(values, parse_time_key())
+            InferenceDeploymentOperator._check(args, parse_time_key())
 
     @staticmethod
-    def _check(values: Mapping[str, Any], key: RunKey, namespace: str | None = None) -> list[dict[str, Any]]:
+    def _check(args: InferenceArgs, key: RunKey, namespace: str | None = None) -> list[dict[str, Any]]:
         """Every object, rendered and validated (pure): runs before any API call."""
-        namespace = namespace or values["namespace"] or "default"
+        namespace = namespace or args.namespace or "default"
         validate_namespace(namespace)
-        _check_smoke(values)
-        spec = inference_spec(values)
-        return render_inference(spec, values["name"], namespace, key, values["deployment_overrides"])
+        _check_smoke(args)
+        spec = inference_spec(args)
+        return render_inference(spec, args.name, namespace, key, args.deployment_overrides)
 
     # -- execute ----------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
         from airflow_k8s_ml.operators._rollout_report import revision
 
-        values = self._values()
-        if values["namespace"] is not None:
-            validate_namespace(values["namespace"])
+        args = self._arguments()
+        if args.namespace is not None:
+            validate_namespace(args.namespace)
         client = self._client()
-        namespace = values["namespace"] or client.namespace
-        objects = self._check(values, run_key(context), namespace)  # before any API call
-        model_uri = resolve_model_uri(values["model_uri"])
+        namespace = args.namespace or client.namespace
+        objects = self._check(args, run_key(context), namespace)  # before any API call
+        model_uri = resolve_model_uri(args.model_uri)
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
         previous = revision(before)
         changes, deployment = self._apply(
-            client, objects, hpa_owns_replicas=values["autoscaling"] is not None
+            client, objects, hpa_owns_replicas=args.autoscaling is not None
         )
         self.log.info(
             "applied %s; revision serving before: %s",

@@ -17,9 +17,10 @@ the specs themselves are imported only when ``execute`` renders, since every DAG
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.pod_fields import option_fields
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
@@ -82,14 +83,14 @@ def check_pod(args: WorkloadArgs[Any], injected_env: Mapping[str, str]) -> None:
             merge_labels(ours, user_labels, "labels")
 
 
-class JobArguments(NamedTuple):
+class JobArguments(Record):
     """The fine-tune Job's own arguments (besides the pod and the workload arguments every kind takes)."""
 
     backoff_limit: int
     restart_policy: str
 
 
-class PyTorchJobArguments(NamedTuple):
+class PyTorchJobArguments(Record):
     """The PyTorchJob's own arguments; ``workers`` may still be rendered text (``{{ params.workers }}``)."""
 
     workers: int | str

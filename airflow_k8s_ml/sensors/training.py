@@ -19,7 +19,7 @@ from airflow_k8s_ml.errors import K8sMLError, ValidationError
 from airflow_k8s_ml.k8s.kinds import WORKLOAD_KINDS
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.operators.templating import is_templated
-from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
+from airflow_k8s_ml.operators.wait_settings import WaitSettings, check_wait_args
 
 if TYPE_CHECKING:
     from airflow.sdk import Context

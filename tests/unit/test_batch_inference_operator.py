@@ -65,7 +65,7 @@ def test_templated_schedule_and_zone_wait_for_rendering() -> None:
 def test_rendered_cronjob() -> None:
     op = _operator(time_zone="Europe/Berlin", suspend=True, successful_jobs_history_limit=5, backoff_limit=1)
     key = RunKey("nightly", "batch", "manual__2024-06-01T00:00:00+00:00", attempt=2)
-    cronjob = op._check(op._values(), key, "ml")
+    cronjob = op._check(op._arguments(), key, "ml")
     spec = cronjob["spec"]
     assert spec["schedule"] == "30 2 * * *" and spec["timeZone"] == "Europe/Berlin"
     assert spec["concurrencyPolicy"] == "Forbid" and spec["suspend"] is True
@@ -90,7 +90,7 @@ def test_env_from_loads_secrets_like_the_other_operators() -> None:
 
     key = RunKey("nightly", "batch", "manual__2024-06-01T00:00:00+00:00")
     op = _operator(env_from=["s3-credentials"])
-    cronjob = op._check(op._values(), key, "ml")
+    cronjob = op._check(op._arguments(), key, "ml")
     container = cronjob["spec"]["jobTemplate"]["spec"]["template"]["spec"]["containers"][0]
     assert container["envFrom"] == [{"secretRef": {"name": "s3-credentials"}}]
     with pytest.warns(AirflowProviderDeprecationWarning):
@@ -98,3 +98,15 @@ def test_env_from_loads_secrets_like_the_other_operators() -> None:
     with pytest.raises(ValidationError) as info:
         _operator(env_from=["Bad_Name"])
     assert info.value.field == "env_from[0]"
+
+
+def test_typed_arguments_cover_every_cronjob_argument_and_the_pod() -> None:
+    """The frozen arguments value is read from the operator's own attributes: each CronJob field the spec
+    takes is one of its fields, and the pod arguments travel in ``pod``."""
+    from airflow_k8s_ml.operators._serving import CRONJOB_ARGUMENTS, POD_ARGUMENTS, CronJobArgs
+
+    assert set(CRONJOB_ARGUMENTS) <= set(CronJobArgs._fields)
+    args = _operator(env_from=["s3-credentials"])._arguments()
+    assert set(args.pod) == {*POD_ARGUMENTS, "pod_options"} and args.pod["env_from"] == ["s3-credentials"]
+    with pytest.raises(AttributeError):
+        args.schedule = "@hourly"  # type: ignore[misc]

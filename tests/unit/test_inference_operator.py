@@ -11,7 +11,7 @@ from airflow.sdk import DAG
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.naming import RunKey
-from airflow_k8s_ml.operators._serving import inference_spec, render_inference
+from airflow_k8s_ml.operators._serving import InferenceArgs, inference_spec, render_inference
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 
 BASE: dict[str, Any] = {
@@ -25,6 +25,11 @@ KEY = RunKey("nightly", "deploy", "scheduled__2024-06-01T00:00:00+00:00", attemp
 
 def _operator(**overrides: Any) -> InferenceDeploymentOperator:
     return InferenceDeploymentOperator(**{**BASE, **overrides})
+
+
+def _args(arguments: dict[str, Any]) -> InferenceArgs:
+    """The typed arguments an operator built from ``arguments`` reads (what ``execute`` renders from)."""
+    return _operator(**arguments)._arguments()
 
 
 @pytest.mark.parametrize(
@@ -72,7 +77,7 @@ def test_rendered_objects_carry_model_and_run_but_not_the_attempt() -> None:
     values = {**BASE, "model_uri": {"uri": "file:///m/step-7/", "step": 7}, "replicas": 2}
     values.update({"port": 8080, "readiness_path": "/readyz", "liveness_path": "/healthz"})
     values.update({"pdb_min_available": 1, "network_policy": {"from_namespaces": ["airflow"]}})
-    objects = render_inference(inference_spec(values), "digits", "ml", KEY)
+    objects = render_inference(inference_spec(_args(values)), "digits", "ml", KEY)
     assert [o["kind"] for o in objects] == [
         "NetworkPolicy",
         "Deployment",
@@ -97,7 +102,7 @@ def test_deployment_overrides_are_a_merge_patch_on_the_deployment_only() -> None
     overrides = {
         "spec": {"template": {"spec": {"terminationGracePeriodSeconds": 5}}, "minReadySeconds": None}
     }
-    objects = render_inference(inference_spec(values), "digits", "ml", KEY, overrides)
+    objects = render_inference(inference_spec(_args(values)), "digits", "ml", KEY, overrides)
     deployment = next(o for o in objects if o["kind"] == "Deployment")
     assert deployment["spec"]["template"]["spec"]["terminationGracePeriodSeconds"] == 5
     assert "minReadySeconds" not in deployment["spec"]
@@ -141,9 +146,9 @@ print(",".join(sorted(m for m in heavy if m in sys.modules)))
 
 
 def test_pod_ip_comes_from_the_downward_api_unless_the_user_sets_it() -> None:
-    env = inference_spec({**BASE}).pod.field_env
+    env = inference_spec(_args(BASE)).pod.field_env
     assert env == {"POD_IP": "status.podIP"}
-    mine = inference_spec({**BASE, "env": {"POD_IP": "0.0.0.0"}}).pod
+    mine = inference_spec(_args({**BASE, "env": {"POD_IP": "0.0.0.0"}})).pod
     assert "POD_IP" not in mine.field_env and mine.env["POD_IP"] == "0.0.0.0"
 
 
@@ -179,9 +184,8 @@ def test_service_proxy_path() -> None:
 
 def test_env_from_loads_secrets_and_errors_name_the_argument() -> None:
     values = {**BASE, "env_from": ["s3-credentials"]}
-    deployment = next(
-        o for o in render_inference(inference_spec(values), "digits", "ml", KEY) if o["kind"] == "Deployment"
-    )
+    objects = render_inference(inference_spec(_args(values)), "digits", "ml", KEY)
+    deployment = next(o for o in objects if o["kind"] == "Deployment")
     container = deployment["spec"]["template"]["spec"]["containers"][0]
     assert container["envFrom"] == [{"secretRef": {"name": "s3-credentials"}}]
     with pytest.raises(ValidationError) as info:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -73,3 +74,40 @@ def test_bad_smoke_arguments_name_the_field(args: tuple, field: str) -> None:
     with pytest.raises(ValidationError) as info:
         validate_smoke_args(*args)
     assert info.value.field == field
+
+
+def test_path_reader_reads_exactly_the_documented_grammar() -> None:
+    """Read by hand (no regex compiled at parse time); this grammar stays the specification."""
+    import itertools
+    import re
+
+    step = re.compile(r"\.([A-Za-z_][A-Za-z0-9_\-]*)|\[(\d+)\]|\[\"([^\"]*)\"\]|\['([^']*)'\]")
+
+    def expected(path: str) -> list[str | int] | None:
+        tokens: list[str | int] = []
+        position = 1
+        while position < len(path):
+            match = step.match(path, position)
+            if match is None:
+                return None
+            name, index, dq, sq = match.groups()
+            tokens.append(int(index) if index is not None else (name or dq or sq or ""))
+            position = match.end()
+        return tokens
+
+    for chars in (p for n in range(6) for p in itertools.product(".[]\"'a1_-", repeat=n)):
+        path = "$" + "".join(chars)
+        want = expected(path)
+        if want is None:
+            with pytest.raises(ValidationError, match="cannot parse path"):
+                validate_smoke_args("/p", None, [path], 200)
+        else:
+            assert json_path(_nested(want), path) == (True, "leaf"), path
+
+
+def _nested(tokens: list[str | int]) -> Any:
+    """A document in which ``tokens`` lead to the value ``"leaf"``."""
+    value: Any = "leaf"
+    for token in reversed(tokens):
+        value = [None] * token + [value] if isinstance(token, int) else {token: value}
+    return value

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime
 from decimal import Decimal
 
@@ -61,3 +62,57 @@ def test_label_selector_round_trip() -> None:
     text = format_label_selector({"app": "web", "tier": "db"})
     assert text == "app=web,tier=db"
     assert parse_label_selector(text).matches({"app": "web", "tier": "db", "x": "y"})
+
+
+def _samples() -> list[str]:
+    """Every string up to three characters over an alphabet covering each character class the name rules
+    distinguish, plus long and Unicode cases."""
+    import itertools
+
+    alphabet = "aZ0-._/é \n"
+    short = ["".join(p) for n in range(4) for p in itertools.product(alphabet, repeat=n)]
+    return [*short, "a" * 63, "a" * 64, "a.b-c.d", "-a", "a-", "a..b", "x\n", "ẞ", "a_b", "A.b_C-9"]
+
+
+@pytest.mark.parametrize(
+    ("predicate", "fmt", "limit"),
+    [
+        (names.is_dns1123_label, names._DNS1123_LABEL_FMT, names.DNS1123_LABEL_MAX),
+        (names.is_dns1123_subdomain, names._DNS1123_SUBDOMAIN_FMT, names.DNS1123_SUBDOMAIN_MAX),
+        (names.is_dns1035_label, names._DNS1035_LABEL_FMT, names.DNS1035_LABEL_MAX),
+        (names.is_qualified_name, names._QUALIFIED_NAME_FMT, names.QUALIFIED_NAME_MAX),
+        (names.is_label_value, names._LABEL_VALUE_FMT, names.LABEL_VALUE_MAX),
+        (names.is_env_var_name, names._ENV_VAR_NAME_FMT, None),
+    ],
+)
+def test_name_matchers_accept_exactly_what_upstreams_regex_accepts(
+    predicate: Callable[[str], bool], fmt: str, limit: int | None
+) -> None:
+    """The matchers avoid compiling regular expressions at parse time; the formats upstream's messages quote
+    stay the specification."""
+    import re
+
+    for value in _samples():
+        expected = bool(re.fullmatch(fmt, value)) and (limit is None or len(value) <= limit)
+        assert predicate(value) is expected, value
+
+
+def test_quantity_reader_accepts_exactly_what_upstreams_grammar_accepts() -> None:
+    """The reader avoids compiling a regular expression at parse time; this grammar stays the spec."""
+    import itertools
+    import re
+
+    grammar = re.compile(
+        r"^(?P<number>[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))"
+        r"(?P<suffix>Ki|Mi|Gi|Ti|Pi|Ei|n|u|m|k|M|G|T|P|E|[eE][+-]?[0-9]+)?$"
+    )
+    alphabet = "1.+-eEKiM "
+    samples = ["".join(p) for n in range(5) for p in itertools.product(alphabet, repeat=n)]
+    for text in [*samples, "2Gi", "500m", "1e3", "1E", ".5", "5.", "2GB", "1Ki1", "0x10"]:
+        match = grammar.match(text.strip())
+        expected = None if match is None else Decimal(match.group("number"))
+        got = quantities.try_parse(text)
+        if expected is None:
+            assert got is None, text
+        else:
+            assert got is not None, text

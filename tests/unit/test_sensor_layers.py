@@ -1,7 +1,8 @@
 """Layer rule, sensors half: ``sensors/`` imports no private operator module (``operators._*``), directly
 or through the package modules it imports - what the sensors share with the operators lives in public
-modules (``operators.waiting``, ``operators.record``, ``operators.templating``, ``operators.outcome``) or in
-``status/``. Read from the source (imports inside functions count too), so it holds whatever runs first."""
+modules (``operators.waiting``, ``operators.wait_settings``, ``operators.record``, ``operators.templating``,
+``operators.outcome``) or in ``status/``. Read from the source (imports inside functions count too), so it
+holds whatever runs first."""
 
 from __future__ import annotations
 
