@@ -123,7 +123,12 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     # Kubeflow Trainer v2 and JobSet: their CRDs declare no short names and no categories.
     ResourceType("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", categories=()),
     ResourceType(
-        "trainer.kubeflow.org", "v1alpha1", "trainingruntimes", "TrainingRuntime", subresources=(), categories=()
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "trainingruntimes",
+        "TrainingRuntime",
+        subresources=(),
+        categories=(),
     ),
     ResourceType(
         "trainer.kubeflow.org",

@@ -189,7 +189,11 @@ CUSTOM_SCHEMAS[("jobset.x-k8s.io/v1alpha2", "JobSet")] = {
 }
 
 # trainer.kubeflow.org/v1alpha1 (kubeflow/trainer pkg/apis/trainer/v1alpha1): TrainJob and the runtimes.
-_INITIALIZER: Schema = {"storageUri": LEAF, "env": ("list", "V1EnvVar"), "secretRef": "V1LocalObjectReference"}
+_INITIALIZER: Schema = {
+    "storageUri": LEAF,
+    "env": ("list", "V1EnvVar"),
+    "secretRef": "V1LocalObjectReference",
+}
 CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainJob")] = {
     "apiVersion": LEAF,
     "kind": LEAF,
@@ -215,7 +219,14 @@ CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainJob")] = {
         "conditions": ("list", "V1Condition"),
         "jobsStatus": (
             "list",
-            {"name": LEAF, "ready": LEAF, "succeeded": LEAF, "failed": LEAF, "active": LEAF, "suspended": LEAF},
+            {
+                "name": LEAF,
+                "ready": LEAF,
+                "succeeded": LEAF,
+                "failed": LEAF,
+                "active": LEAF,
+                "suspended": LEAF,
+            },
         ),
         "trainerStatus": {
             "progressPercentage": LEAF,

@@ -315,7 +315,8 @@ _CRONJOB_SELECTOR = _selector_column(
 _TEMPLATE_TAIL = (_AGE, _CONTAINERS, _IMAGES, _SPEC_SELECTOR)
 
 #: Per kind, the columns of Kubernetes 1.32's printers (``pkg/printers/internalversion/printers.go``); the
-#: PyTorchJob's, TrainJob's and JobSet's are their CRDs' ``additionalPrinterColumns``. Other kinds: Name and Age.
+#: PyTorchJob's, TrainJob's and JobSet's are their CRDs' ``additionalPrinterColumns``. Other kinds: Name and
+#: Age.
 COLUMNS: dict[str, list[Column]] = {
     "Pod": [
         _NAME,

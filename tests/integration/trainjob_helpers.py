@@ -18,7 +18,8 @@ ALL_REDUCE = """
 import datetime, os, socket
 import torch, torch.distributed as dist
 rank, world = int(os.environ["PET_NODE_RANK"]), int(os.environ["PET_NNODES"])
-print(f"rank={rank} world={world} nproc={os.environ['PET_NPROC_PER_NODE']} host={socket.gethostname()}", flush=True)
+nproc = os.environ["PET_NPROC_PER_NODE"]
+print(f"rank={rank} world={world} nproc={nproc} host={socket.gethostname()}", flush=True)
 dist.init_process_group(
     "gloo",
     init_method=f"tcp://{os.environ['PET_MASTER_ADDR']}:{os.environ['PET_MASTER_PORT']}",
@@ -73,7 +74,9 @@ def is_true(type_: str) -> Any:
     return check
 
 
-def watch_trainjob(custom: client.CustomObjectsApi, namespace: str, name: str, until: Any, since: str, timeout: int = 90) -> list[Obj]:
+def watch_trainjob(
+    custom: client.CustomObjectsApi, namespace: str, name: str, until: Any, since: str, timeout: int = 90
+) -> list[Obj]:
     return watch_versions(
         custom.list_namespaced_custom_object,
         GROUP,
@@ -92,11 +95,15 @@ def condition_history(versions: list[Obj]) -> list[str]:
     """The distinct sequences of (type=status) conditions seen, in order."""
     out: list[str] = []
     for version in versions:
-        current = ",".join(f"{c['type']}={c['status']}" for c in (version.get("status") or {}).get("conditions") or [])
+        current = ",".join(
+            f"{c['type']}={c['status']}" for c in (version.get("status") or {}).get("conditions") or []
+        )
         if not out or out[-1] != current:
             out.append(current)
     return out
 
 
-def wait_trainjob(custom: client.CustomObjectsApi, namespace: str, name: str, until: Any, timeout: float = 90) -> Obj:
+def wait_trainjob(
+    custom: client.CustomObjectsApi, namespace: str, name: str, until: Any, timeout: float = 90
+) -> Obj:
     return wait_for(lambda: get_trainjob(custom, namespace, name), until, timeout, what=f"trainjob {name}")

@@ -19,7 +19,9 @@ def render(problem: FieldError) -> str:
     return f"{path}: {message}" if path else message
 
 
-def denial(webhook: str, group: str, plural: str, name: str, problems: list[FieldError]) -> errors.StatusError:
+def denial(
+    webhook: str, group: str, plural: str, name: str, problems: list[FieldError]
+) -> errors.StatusError:
     rendered = [render(p) for p in problems]
     summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
     causes = [{"reason": reason, "message": message, "field": path} for path, reason, message in problems]

@@ -109,7 +109,10 @@ class Kubelet(Controller):
                 spec = pod.get("spec") or {}
                 if spec.get("hostname") != hostname or spec.get("subdomain") != subdomain:
                     continue
-                if pod["metadata"].get("deletionTimestamp") or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES:
+                if (
+                    pod["metadata"].get("deletionTimestamp")
+                    or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+                ):
                     continue
                 return HOST_IP if spec.get("hostNetwork") else str(self.ips.allocate(pod["metadata"]["uid"]))
             return None

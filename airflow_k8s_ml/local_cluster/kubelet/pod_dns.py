@@ -32,7 +32,9 @@ def named_host(value: str, namespace: str, subdomain: str) -> str | None:
     return None
 
 
-def rewrite(env: dict[str, str], namespace: str, subdomain: str | None, resolve: Resolver) -> tuple[dict[str, str], list[str]]:
+def rewrite(
+    env: dict[str, str], namespace: str, subdomain: str | None, resolve: Resolver
+) -> tuple[dict[str, str], list[str]]:
     """``env`` with pod DNS names replaced by IPs, and the names that resolve to no pod yet."""
     if not subdomain:
         return env, []

@@ -372,7 +372,9 @@ class PodWorker:
             spec_env, self.namespace, subdomain, self.kubelet.pod_ip_of(self.namespace)
         )
         if unresolved:
-            raise ConfigError(f'pod DNS name "{unresolved[0]}" does not resolve yet: no pod has that hostname')
+            raise ConfigError(
+                f'pod DNS name "{unresolved[0]}" does not resolve yet: no pod has that hostname'
+            )
         for warning in sources.warnings:
             self.event("Warning", "InvalidEnvironmentVariableNames", warning)
         mapping = {**service_env, **spec_env}

@@ -16,15 +16,17 @@ from ..webhook import FieldError, denial, invalid, plain
 from .api import GROUP, PLURAL, WEBHOOK_NAME, Obj, job_name, pod_hostname, replicas
 
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
-_JOB_FAILURE_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded", "FailedIndexes", "MaxFailedIndexesExceeded", "PodFailurePolicy")
+_JOB_FAILURE_REASONS = (
+    "BackoffLimitExceeded",
+    "DeadlineExceeded",
+    "FailedIndexes",
+    "MaxFailedIndexesExceeded",
+    "PodFailurePolicy",
+)
 _MAX_MANAGED_BY = 63
 _DNS1035_TOO_LONG = "must be no more than 63 characters"
-_JOB_NAME_TOO_LONG = (
-    "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
-)
-_POD_NAME_TOO_LONG = (
-    "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
-)
+_JOB_NAME_TOO_LONG = "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
+_POD_NAME_TOO_LONG = "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
 _SUBDOMAIN_TOO_LONG = "subdomain is too long, must be less than 63 characters"
 
 
@@ -58,7 +60,9 @@ def _subdomain_errors(value: str) -> list[FieldError]:
     path = "spec.network.subdomain"
     problems = [invalid(path, f'"{value}"', m) for m in dns1123_subdomain_errors(value)]
     for message in dns1035_label_errors(value):
-        problems.append(invalid(path, f'"{value}"', _SUBDOMAIN_TOO_LONG if _DNS1035_TOO_LONG in message else message))
+        problems.append(
+            invalid(path, f'"{value}"', _SUBDOMAIN_TOO_LONG if _DNS1035_TOO_LONG in message else message)
+        )
     return problems
 
 
@@ -96,25 +100,35 @@ def _failure_policy_errors(policy: Obj, names: list[str]) -> list[FieldError]:
             problems.append(
                 plain(
                     f"invalid failure policy rule name '{rule_name}', a failure policy rule name must start "
-                    "with an alphabetic character, optionally followed by a string of alphanumeric characters "
+                    "with an alphabetic character, optionally followed by a string of alphanumeric "
+                    "characters "
                     "or '_,:', and must end with an alphanumeric character or '_'"
                 )
             )
         for target in rule.get("targetReplicatedJobs") or []:
             if target not in names:
                 problems.append(
-                    plain(f"invalid replicatedJob name '{target}' in failure policy does not appear in .spec.ReplicatedJobs")
+                    plain(
+                        f"invalid replicatedJob name '{target}' in failure policy does not appear in "
+                        ".spec.ReplicatedJobs"
+                    )
                 )
         for reason in rule.get("onJobFailureReasons") or []:
             if reason not in _JOB_FAILURE_REASONS:
                 problems.append(
-                    plain(f"invalid job failure reason '{reason}' in failure policy is not a recognized job failure reason")
+                    plain(
+                        f"invalid job failure reason '{reason}' in failure policy is not a recognized job "
+                        "failure reason"
+                    )
                 )
     for rule_name, indices in seen.items():
         if len(indices) > 1:
             listed = "[" + " ".join(str(i) for i in indices) + "]"
             problems.append(
-                plain(f"rule names are not unique, rules with indices {listed} all have the same name '{rule_name}'")
+                plain(
+                    f"rule names are not unique, rules with indices {listed} all have the same name "
+                    f"'{rule_name}'"
+                )
             )
     return problems
 
@@ -141,11 +155,15 @@ def webhook_errors(js: Obj) -> list[FieldError]:
         for dep in rjob.get("dependsOn") or []:
             if dep.get("name") not in names[:index]:
                 problems.append(
-                    plain(f"replicatedJob: {rjob.get('name')} cannot depend on replicatedJob: {dep.get('name')}")
+                    plain(
+                        f"replicatedJob: {rjob.get('name')} cannot depend on replicatedJob: {dep.get('name')}"
+                    )
                 )
     for target in (spec.get("successPolicy") or {}).get("targetReplicatedJobs") or []:
         if target not in names:
-            problems.append(plain(f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs"))
+            problems.append(
+                plain(f"invalid replicatedJob name '{target}' does not appear in .spec.ReplicatedJobs")
+            )
     if spec.get("failurePolicy") is not None:
         problems += _failure_policy_errors(spec["failurePolicy"], names)
     return problems
@@ -154,6 +172,7 @@ def webhook_errors(js: Obj) -> list[FieldError]:
 def _update_errors(js: Obj, old: Obj) -> list[FieldError]:
     """``ValidateUpdate``: replicated jobs and managedBy are immutable (pod template scheduling fields of a
     suspended JobSet may change, for Kueue)."""
+
     def munged(spec: Obj) -> list[Obj]:
         out = copy.deepcopy(spec.get("replicatedJobs") or [])
         for rjob in out:
@@ -166,9 +185,13 @@ def _update_errors(js: Obj, old: Obj) -> list[FieldError]:
     new_spec, old_spec = js.get("spec") or {}, old.get("spec") or {}
     problems: list[FieldError] = []
     if munged(new_spec) != munged(old_spec):
-        problems.append(("spec.replicatedJobs", "FieldValueInvalid", "Invalid value: \"array\": field is immutable"))
+        problems.append(
+            ("spec.replicatedJobs", "FieldValueInvalid", 'Invalid value: "array": field is immutable')
+        )
     if new_spec.get("managedBy") != old_spec.get("managedBy"):
-        problems.append(("spec.managedBy", "FieldValueInvalid", "Invalid value: \"string\": field is immutable"))
+        problems.append(
+            ("spec.managedBy", "FieldValueInvalid", 'Invalid value: "string": field is immutable')
+        )
     return problems
 
 

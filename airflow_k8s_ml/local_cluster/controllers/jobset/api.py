@@ -73,7 +73,7 @@ def pod_hostname(jobset: str, replicated_job: str, job_index: int, pod_index: in
 
 def job_hash_key(namespace: str, name: str) -> str:
     """``jobHashKey``: SHA-1 of ``<namespace>/<job name>``, hex."""
-    return hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()  # noqa: S324 - upstream's hash
+    return hashlib.sha1(f"{namespace}/{name}".encode()).hexdigest()
 
 
 def replicated_jobs(js: Obj) -> list[Obj]:

@@ -15,7 +15,13 @@ _EXCLUSIVE = {STARTUP_IN_PROGRESS: STARTUP_COMPLETED, STARTUP_COMPLETED: STARTUP
 
 
 def set_condition(
-    status: Obj, type_: str, value: str, why: tuple[str, str], now: float, events: list[Event], warn: bool = False
+    status: Obj,
+    type_: str,
+    value: str,
+    why: tuple[str, str],
+    now: float,
+    events: list[Event],
+    warn: bool = False,
 ) -> bool:
     """Apply one condition to ``status`` as upstream does; record its event when anything changed."""
     reason, message = why

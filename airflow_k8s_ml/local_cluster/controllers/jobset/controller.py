@@ -34,7 +34,7 @@ from .jobs import headless_service
 from .sync import decide
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    pass
 
 log = logging.getLogger(__name__)
 

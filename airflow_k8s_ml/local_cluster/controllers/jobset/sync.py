@@ -164,7 +164,8 @@ def _search(pattern: str, message: str) -> bool:
 
 
 def matching_rule(rules: list[Obj], failed_jobs: list[Obj]) -> tuple[Obj | None, Obj | None]:
-    """``findFirstFailedPolicyRuleAndJob``: the first rule any failed Job matches, with the earliest such Job."""
+    """``findFirstFailedPolicyRuleAndJob``: the first rule any failed Job matches, with the earliest such
+    Job."""
     for rule in rules:
         job = first_failed([j for j in failed_jobs if _rule_applies(rule, j)])
         if job is not None:
@@ -181,14 +182,13 @@ def apply_failure_policy(js: Obj, status: Obj, jobs: ChildJobs, now: float, even
     """``executeFailurePolicy``: no policy fails the JobSet; otherwise the first matching rule's action (by
     default RestartJobSet), restarting until ``maxRestarts`` restarts counted towards it."""
     policy = (js.get("spec") or {}).get("failurePolicy")
+    earliest = first_failed(jobs.failed) or jobs.failed[0]
     if policy is None:
-        job = first_failed(jobs.failed) or jobs.failed[0]
-        failed(status, _with_first(FAILED_JOBS, job), now, events)
+        failed(status, _with_first(FAILED_JOBS, earliest), now, events)
         return
-    rule, job = matching_rule(list(policy.get("rules") or []), jobs.failed)
+    rule, matched = matching_rule(list(policy.get("rules") or []), jobs.failed)
     action = (rule or {}).get("action") or "RestartJobSet"
-    if job is None:
-        job = first_failed(jobs.failed) or jobs.failed[0]
+    job = matched if matched is not None else earliest
     if action == "FailJobSet":
         failed(status, _with_first(FAIL_JOBSET_ACTION, job), now, events)
         return
@@ -214,7 +214,9 @@ def success_reached(js: Obj, successful: list[Obj]) -> bool:
     def targeted(name: str | None) -> bool:
         return not targets or name in targets
 
-    done = sum(1 for j in successful if targeted((j["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY)))
+    done = sum(
+        1 for j in successful if targeted((j["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY))
+    )
     if policy.get("operator") == "Any":
         needed = 1
     else:
@@ -251,7 +253,9 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
         return decision
     decision.service = dns_hostnames_enabled(js)
     existing = {j["metadata"]["name"] for j in jobs}
-    decision.create = [j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing]
+    decision.create = [
+        j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing
+    ]
     if suspended(js):
         decision.suspend = [j["metadata"]["name"] for j in children.active if not _job_suspended(j)]
         set_condition(status, SUSPENDED, "True", SUSPENDED_JOBS, now, events)

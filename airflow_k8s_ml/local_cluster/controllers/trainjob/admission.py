@@ -46,7 +46,11 @@ _IMMUTABLE = (
     ("activeDeadlineSeconds", "integer"),
     ("managedBy", "string"),
 )
-_EXPECTED_CONTAINER = {ANCESTOR_TRAINER: NODE, DATASET_INITIALIZER: DATASET_INITIALIZER, MODEL_INITIALIZER: MODEL_INITIALIZER}
+_EXPECTED_CONTAINER = {
+    ANCESTOR_TRAINER: NODE,
+    DATASET_INITIALIZER: DATASET_INITIALIZER,
+    MODEL_INITIALIZER: MODEL_INITIALIZER,
+}
 
 
 def _go_json(value: Any) -> str:
@@ -85,17 +89,27 @@ def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
     if deadline is not None and int(deadline) < 1:
         problems.append(
             invalid(
-                "spec.activeDeadlineSeconds", str(deadline), "spec.activeDeadlineSeconds in body should be greater than or equal to 1"
+                "spec.activeDeadlineSeconds",
+                str(deadline),
+                "spec.activeDeadlineSeconds in body should be greater than or equal to 1",
             )
         )
     trainer = spec.get("trainer") or {}
     if trainer.get("numNodes") is not None and int(trainer["numNodes"]) < 0:
         problems.append(
-            invalid("spec.trainer.numNodes", str(trainer["numNodes"]), "spec.trainer.numNodes in body should be greater than or equal to 0")
+            invalid(
+                "spec.trainer.numNodes",
+                str(trainer["numNodes"]),
+                "spec.trainer.numNodes in body should be greater than or equal to 0",
+            )
         )
     if trainer.get("numProcPerNode") is not None and int(trainer["numProcPerNode"]) < 1:
         problems.append(
-            invalid("spec.trainer.numProcPerNode", '"integer"', "numProcPerNode must be greater than or equal to 1")
+            invalid(
+                "spec.trainer.numProcPerNode",
+                '"integer"',
+                "numProcPerNode must be greater than or equal to 1",
+            )
         )
     if old is not None:
         old_spec = old.get("spec") or {}
@@ -107,7 +121,9 @@ def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
 
 # -- TrainJob: the validating webhook --------------------------------------------------------------------
 def _job_containers(runtime: Obj) -> dict[str, set[str]]:
-    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
     out: dict[str, set[str]] = {}
     for rjob in rjobs:
         pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
@@ -118,7 +134,9 @@ def _job_containers(runtime: Obj) -> dict[str, set[str]]:
 
 
 def _has_initializer_mount(runtime: Obj, step: str) -> bool:
-    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
     for rjob in rjobs:
         if rjob.get("name") != step:
             continue
@@ -135,16 +153,32 @@ def _initializer_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     ref = _go_json(spec.get("runtimeRef"))
     containers = _job_containers(runtime)
     problems: list[FieldError] = []
-    for key, step, config in (("dataset", DATASET_INITIALIZER, "datasetConfig"), ("model", MODEL_INITIALIZER, "modelConfig")):
+    for key, step, config in (
+        ("dataset", DATASET_INITIALIZER, "datasetConfig"),
+        ("model", MODEL_INITIALIZER, "modelConfig"),
+    ):
         if ((spec.get("initializer") or {}).get(key)) is None:
             continue
         if step not in containers:
-            problems.append(invalid("spec.runtimeRef", ref, f"must have {step} job when trainJob is configured with input {config}"))
+            problems.append(
+                invalid(
+                    "spec.runtimeRef",
+                    ref,
+                    f"must have {step} job when trainJob is configured with input {config}",
+                )
+            )
         elif step not in containers[step]:
-            problems.append(invalid("spec.runtimeRef", ref, f"must have container with name - {step} in the {step} job"))
+            problems.append(
+                invalid("spec.runtimeRef", ref, f"must have container with name - {step} in the {step} job")
+            )
         elif not _has_initializer_mount(runtime, step):
             problems.append(
-                invalid("spec.runtimeRef", ref, f"must have volumeMount with name - {INITIALIZER_VOLUME} in container {step} of the {step} job")
+                invalid(
+                    "spec.runtimeRef",
+                    ref,
+                    f"must have volumeMount with name - {INITIALIZER_VOLUME} in container {step} "
+                    f"of the {step} job",
+                )
             )
     return problems
 
@@ -158,7 +192,11 @@ def _torch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     if not reserved:
         return []
     return [
-        invalid("spec.trainer.env", _go_json(env), f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]")
+        invalid(
+            "spec.trainer.env",
+            _go_json(env),
+            f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+        )
     ]
 
 
@@ -178,7 +216,8 @@ def webhook_errors(tj: Obj, lookup: RuntimeLookup) -> list[FieldError]:
             invalid(
                 path,
                 _go_json(ref),
-                f'{plural}.{GROUP} "{name}" not found: specified {what} must be created before the TrainJob is created',
+                f'{plural}.{GROUP} "{name}" not found: specified {what} must be created before the '
+                "TrainJob is created",
             )
         ]
     return _initializer_errors(tj, runtime) + _torch_errors(tj, runtime)
@@ -204,7 +243,9 @@ def trainjob_admission(lookup: RuntimeLookup) -> Callable[[Obj, Obj | None], Obj
 def runtime_errors(runtime: Obj) -> list[FieldError]:
     """``validateReplicatedJobs``: initializer and trainer jobs have one replica and their container."""
     base = "spec.template.spec.replicatedJobs"
-    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get("replicatedJobs") or []
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
     problems: list[FieldError] = []
     for index, rjob in enumerate(rjobs):
         labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels")
@@ -228,7 +269,9 @@ def runtime_errors(runtime: Obj) -> list[FieldError]:
 
 
 def runtime_admission(kind: str) -> Callable[[Obj, Obj | None], Obj]:
-    webhook = WEBHOOK_CLUSTER_TRAINING_RUNTIME if kind == CLUSTER_TRAINING_RUNTIME else WEBHOOK_TRAINING_RUNTIME
+    webhook = (
+        WEBHOOK_CLUSTER_TRAINING_RUNTIME if kind == CLUSTER_TRAINING_RUNTIME else WEBHOOK_TRAINING_RUNTIME
+    )
     plural = kind.lower() + "s"
 
     def admit(obj: Obj, old: Obj | None) -> Obj:

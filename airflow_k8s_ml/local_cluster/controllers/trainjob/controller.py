@@ -45,7 +45,7 @@ from .render import render_jobset
 from .runtimes import default_runtimes
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +75,9 @@ class TrainJobController(Controller):
     def attach(self) -> None:
         self.cluster.register_admission(TRAINJOBS, trainjob_admission(self.find_runtime))
         self.cluster.register_admission(TRAINING_RUNTIMES, runtime_admission(TRAINING_RUNTIME))
-        self.cluster.register_admission(CLUSTER_TRAINING_RUNTIMES, runtime_admission(CLUSTER_TRAINING_RUNTIME))
+        self.cluster.register_admission(
+            CLUSTER_TRAINING_RUNTIMES, runtime_admission(CLUSTER_TRAINING_RUNTIME)
+        )
 
     async def start(self) -> None:
         self.install_default_runtimes()
@@ -85,7 +87,9 @@ class TrainJobController(Controller):
         """Create the shipped ClusterTrainingRuntimes that are missing (idempotent across restarts)."""
         for runtime in default_runtimes():
             if self.store.find(CLUSTER_TRAINING_RUNTIMES, "", runtime["metadata"]["name"]) is None:
-                self.store.create(CLUSTER_TRAINING_RUNTIMES, self.cluster.admit(CLUSTER_TRAINING_RUNTIMES, runtime, None))
+                self.store.create(
+                    CLUSTER_TRAINING_RUNTIMES, self.cluster.admit(CLUSTER_TRAINING_RUNTIMES, runtime, None)
+                )
 
     def find_runtime(self, kind: str, namespace: str, name: str) -> Obj | None:
         if kind == CLUSTER_TRAINING_RUNTIME:
@@ -111,7 +115,9 @@ class TrainJobController(Controller):
         now = self.settings.clock.now()
         status = copy.deepcopy(tj.get("status") or {})
         if not supported(tj):
-            st.set_failed(status, RUNTIME_NOT_SUPPORTED_REASON, f"unsupported runtime: {registry_key(tj)}", now)
+            st.set_failed(
+                status, RUNTIME_NOT_SUPPORTED_REASON, f"unsupported runtime: {registry_key(tj)}", now
+            )
         elif not st.is_finished(tj):
             self._reconcile_jobset(tj)
         st.set_suspended(status, tj, now)
@@ -138,12 +144,18 @@ class TrainJobController(Controller):
             if (wanted or (existing.get("spec") or {}).get("suspend") is True) and (
                 (existing.get("spec") or {}).get("suspend") is True
             ) != wanted:
-                self.store.mutate(JOBSETS, namespace, name, lambda js: js["spec"].__setitem__("suspend", wanted))
+                self.store.mutate(
+                    JOBSETS, namespace, name, lambda js: js["spec"].__setitem__("suspend", wanted)
+                )
             return
         ref = runtime_ref(tj)
         runtime = self.find_runtime(str(ref.get("kind")), namespace, str(ref.get("name", "")))
         if runtime is None:
-            plural = "clustertrainingruntimes" if ref.get("kind") == CLUSTER_TRAINING_RUNTIME else "trainingruntimes"
+            plural = (
+                "clustertrainingruntimes"
+                if ref.get("kind") == CLUSTER_TRAINING_RUNTIME
+                else "trainingruntimes"
+            )
             what = (
                 "not found ClusterTrainingRuntime specified in TrainJob"
                 if ref.get("kind") == CLUSTER_TRAINING_RUNTIME

@@ -79,6 +79,7 @@ def merge_resources(base: Obj, override: Obj) -> Obj:
 
 def _gpus(resources: Obj) -> int:
     """``GetNumGPUPerNode``: the first resource whose name contains "gpu", requests before limits."""
+
     def count(values: Obj | None) -> int:
         for name, value in (values or {}).items():
             if "gpu" in name.lower():
@@ -102,7 +103,9 @@ def nproc_per_node(trainer: Obj, runtime_resources: Obj) -> str:
     (at least 1) when the node has no GPU (torchrun's "auto" would count host CPUs instead)."""
     if trainer.get("numProcPerNode") is not None:
         return str(int(trainer["numProcPerNode"]))
-    resources = trainer.get("resourcesPerNode") if trainer.get("resourcesPerNode") is not None else runtime_resources
+    resources = (
+        trainer.get("resourcesPerNode") if trainer.get("resourcesPerNode") is not None else runtime_resources
+    )
     if _gpus(resources or {}) == 0:
         return str(max(1, _cpus(resources or {})))
     return "auto"
@@ -143,7 +146,9 @@ def _apply_trainer(rjob: Obj, tj: Obj, ml_policy: Obj | None, runtime_resources:
     if container is None:
         return
     if trainer is not None and trainer.get("resourcesPerNode") is not None and ml_policy is not None:
-        container["resources"] = merge_resources(container.get("resources") or {}, trainer["resourcesPerNode"])
+        container["resources"] = merge_resources(
+            container.get("resources") or {}, trainer["resourcesPerNode"]
+        )
     env: list[Obj] = container.setdefault("env", [])
     if trainer is not None:
         upsert_env(env, *(trainer.get("env") or []))
@@ -173,7 +178,9 @@ def _apply_initializer(rjob: Obj, tj: Obj, step: str) -> None:
             upsert_env(env, {"name": STORAGE_URI_ENV, "value": initializer["storageUri"]})
         upsert_env(env, *(initializer.get("env") or []))
         if initializer.get("secretRef") is not None:
-            container.setdefault("envFrom", []).append({"secretRef": {"name": initializer["secretRef"]["name"]}})
+            container.setdefault("envFrom", []).append(
+                {"secretRef": {"name": initializer["secretRef"]["name"]}}
+            )
 
 
 def render_jobset(tj: Obj, runtime: Obj) -> Obj:

@@ -8,7 +8,15 @@ would allow) is left alone on every later start.
 
 from __future__ import annotations
 
-from .api import ANCESTOR_LABEL, ANCESTOR_TRAINER, API_VERSION, CLUSTER_TRAINING_RUNTIME, FRAMEWORK_LABEL, NODE, Obj
+from .api import (
+    ANCESTOR_LABEL,
+    ANCESTOR_TRAINER,
+    API_VERSION,
+    CLUSTER_TRAINING_RUNTIME,
+    FRAMEWORK_LABEL,
+    NODE,
+    Obj,
+)
 
 TORCH_DISTRIBUTED = "torch-distributed"
 TORCH_IMAGE = "pytorch/pytorch:2.13.0-cuda13.0-cudnn9-runtime"
@@ -28,7 +36,11 @@ def torch_distributed() -> Obj:
                             "name": NODE,
                             "template": {
                                 "metadata": {"labels": {ANCESTOR_LABEL: ANCESTOR_TRAINER}},
-                                "spec": {"template": {"spec": {"containers": [{"name": NODE, "image": TORCH_IMAGE}]}}},
+                                "spec": {
+                                    "template": {
+                                        "spec": {"containers": [{"name": NODE, "image": TORCH_IMAGE}]}
+                                    }
+                                },
                             },
                         }
                     ]

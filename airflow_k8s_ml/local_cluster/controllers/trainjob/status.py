@@ -36,7 +36,9 @@ def set_suspended(status: Obj, tj: Obj, now: float) -> None:
     """Suspended True while ``spec.suspend``; turned False (Resumed) once it is lifted, never added False."""
     conditions = status.setdefault("conditions", [])
     if suspended(tj):
-        set_status_condition(conditions, condition(SUSPENDED, "True", SUSPENDED_REASON, SUSPENDED_MESSAGE, now))
+        set_status_condition(
+            conditions, condition(SUSPENDED, "True", SUSPENDED_REASON, SUSPENDED_MESSAGE, now)
+        )
     elif is_true(conditions, SUSPENDED):
         set_status_condition(conditions, condition(SUSPENDED, "False", RESUMED_REASON, RESUMED_MESSAGE, now))
 
@@ -54,7 +56,10 @@ def from_jobset(status: Obj, jobset: Obj) -> None:
         if found is not None and found.get("status") == "True":
             set_status_condition(conditions, {**copy.deepcopy(found), "type": target})
     jobs = [
-        {k: int(s.get(k) or 0) if k != "name" else s.get("name") for k in ("name", "ready", "succeeded", "failed", "active", "suspended")}
+        {
+            k: int(s.get(k) or 0) if k != "name" else s.get("name")
+            for k in ("name", "ready", "succeeded", "failed", "active", "suspended")
+        }
         for s in js_status.get("replicatedJobsStatus") or []
     ]
     if jobs:
