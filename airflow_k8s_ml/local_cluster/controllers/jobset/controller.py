@@ -14,9 +14,10 @@ from typing import TYPE_CHECKING
 
 from ... import errors
 from ...meta import controller_ref
-from ...resources import ResourceType, lookup
+from ...resources import ResourceType
 from ...store import Change, Obj
 from ..base import Controller, ObjKey
+from ..owned import controlled_by, delete_if_present, served, write_status
 from .admission import admit_jobset
 from .api import (
     API_VERSION,
@@ -39,22 +40,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _rt(group: str, version: str, plural: str) -> ResourceType:
-    rt = lookup(group, version, plural)
-    assert rt is not None
-    return rt
-
-
-JOBSETS = _rt(GROUP, VERSION, PLURAL)
-JOBS = _rt("batch", "v1", "jobs")
-SERVICES = _rt("", "v1", "services")
-
-
-def _owning_jobset(obj: Obj) -> str | None:
-    ref = controller_ref(obj)
-    if ref is None or ref.get("kind") != KIND or ref.get("apiVersion") != API_VERSION:
-        return None
-    return str(ref.get("name", "")) or None
+JOBSETS = served(GROUP, VERSION, PLURAL)
+JOBS = served("batch", "v1", "jobs")
+SERVICES = served("", "v1", "services")
 
 
 class JobSetController(Controller):
@@ -68,7 +56,7 @@ class JobSetController(Controller):
             return [(change.namespace, change.obj["metadata"]["name"])]
         if change.storage_key not in (JOBS.storage_key, SERVICES.storage_key):
             return []
-        owner = _owning_jobset(change.obj)
+        owner = controlled_by(change.obj, API_VERSION, KIND)
         return [(change.namespace, owner)] if owner else []
 
     def all_keys(self) -> Iterable[ObjKey]:
@@ -97,7 +85,7 @@ class JobSetController(Controller):
         for name in decision.resume:
             self._set_suspend(namespace, name, False)
         if decision.status != (js.get("status") or {}):
-            self._write_status(js, decision.status)
+            write_status(self.store, JOBSETS, js, decision.status)
         for type_, reason, message in decision.events:
             self.cluster.events.record(js, type_, reason, message, CONTROLLER_NAME)
 
@@ -111,14 +99,7 @@ class JobSetController(Controller):
             self.cluster.events.record(js, "Warning", JOB_CREATION_FAILED, message, CONTROLLER_NAME)
 
     def _delete_job(self, namespace: str, name: str) -> None:
-        current = self.store.find(JOBS, namespace, name)
-        if current is None or current["metadata"].get("deletionTimestamp"):
-            return
-        try:
-            self.store.delete(JOBS, namespace, name, propagation="Foreground")
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                log.warning("deleting job %s/%s: %s", namespace, name, exc.message)
+        delete_if_present(self.store, JOBS, namespace, name, propagation="Foreground")
 
     def _ensure_service(self, js: Obj) -> None:
         namespace = js["metadata"]["namespace"]
@@ -137,15 +118,6 @@ class JobSetController(Controller):
             job.setdefault("spec", {})["suspend"] = value
 
         self.store.mutate(JOBS, namespace, name, put)
-
-    def _write_status(self, js: Obj, status: Obj) -> None:
-        uid = js["metadata"]["uid"]
-
-        def put(obj: Obj) -> None:
-            if obj["metadata"].get("uid") == uid:
-                obj["status"] = status
-
-        self.store.mutate(JOBSETS, js["metadata"]["namespace"], js["metadata"]["name"], put)
 
 
 __all__ = ["JobSetController"]

@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING
 
 from ... import errors
 from ...meta import controller_ref
-from ...resources import ResourceType, lookup
 from ...store import Change, Obj
 from ..base import Controller, ObjKey
 from ..metav1_conditions import find
+from ..owned import controlled_by, delete_if_present, served, write_status
 from . import status as st
 from .admission import runtime_admission, trainjob_admission
 from .api import (
@@ -50,23 +50,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _rt(group: str, version: str, plural: str) -> ResourceType:
-    rt = lookup(group, version, plural)
-    assert rt is not None
-    return rt
-
-
-TRAINJOBS = _rt(GROUP, VERSION, "trainjobs")
-TRAINING_RUNTIMES = _rt(GROUP, VERSION, "trainingruntimes")
-CLUSTER_TRAINING_RUNTIMES = _rt(GROUP, VERSION, "clustertrainingruntimes")
-JOBSETS = _rt("jobset.x-k8s.io", "v1alpha2", "jobsets")
-
-
-def _owning_trainjob(obj: Obj) -> str | None:
-    ref = controller_ref(obj)
-    if ref is None or ref.get("kind") != KIND or ref.get("apiVersion") != API_VERSION:
-        return None
-    return str(ref.get("name", "")) or None
+TRAINJOBS = served(GROUP, VERSION, "trainjobs")
+TRAINING_RUNTIMES = served(GROUP, VERSION, "trainingruntimes")
+CLUSTER_TRAINING_RUNTIMES = served(GROUP, VERSION, "clustertrainingruntimes")
+JOBSETS = served("jobset.x-k8s.io", "v1alpha2", "jobsets")
 
 
 class TrainJobController(Controller):
@@ -101,7 +88,7 @@ class TrainJobController(Controller):
             return [(change.namespace, change.obj["metadata"]["name"])]
         if change.storage_key != JOBSETS.storage_key:
             return []
-        owner = _owning_trainjob(change.obj)
+        owner = controlled_by(change.obj, API_VERSION, KIND)
         return [(change.namespace, owner)] if owner else []
 
     def all_keys(self) -> Iterable[ObjKey]:
@@ -132,9 +119,9 @@ class TrainJobController(Controller):
         due = st.deadline(tj, status)
         if due is not None and now > due:
             st.exceed_deadline(status, now)
-            self._delete_jobset(*key)
+            delete_if_present(self.store, JOBSETS, *key)
         if status != (tj.get("status") or {}):
-            self._write_status(tj, status)
+            write_status(self.store, TRAINJOBS, tj, status)
 
     def _reconcile_jobset(self, tj: Obj) -> None:
         namespace, name = tj["metadata"]["namespace"], tj["metadata"]["name"]
@@ -174,25 +161,6 @@ class TrainJobController(Controller):
         if len(error) > 950:
             message += " ..."
         self.cluster.events.record(tj, "Warning", RESOURCES_CREATION_FAILED, message, CONTROLLER_NAME)
-
-    def _delete_jobset(self, namespace: str, name: str) -> None:
-        current = self.store.find(JOBSETS, namespace, name)
-        if current is None or current["metadata"].get("deletionTimestamp"):
-            return
-        try:
-            self.store.delete(JOBSETS, namespace, name)
-        except errors.StatusError as exc:
-            if exc.code != 404:
-                log.warning("deleting jobset %s/%s: %s", namespace, name, exc.message)
-
-    def _write_status(self, tj: Obj, status: Obj) -> None:
-        uid = tj["metadata"]["uid"]
-
-        def put(obj: Obj) -> None:
-            if obj["metadata"].get("uid") == uid:
-                obj["status"] = status
-
-        self.store.mutate(TRAINJOBS, tj["metadata"]["namespace"], tj["metadata"]["name"], put)
 
 
 __all__ = ["TrainJobController"]
