@@ -18,6 +18,7 @@ from typing import Any
 from airflow_k8s_ml.k8s.names import dns1035_label_errors
 
 from ... import errors
+from .. import webhook
 from .api import (
     CLEAN_POD_POLICY_NONE,
     CONTAINER_NAME,
@@ -182,21 +183,8 @@ def webhook_errors(job: Obj) -> list[FieldError]:
 
 
 def denial(job: Obj, problems: list[FieldError]) -> errors.StatusError:
-    """What the apiserver answers for a webhook denial: 403 Forbidden, the aggregate after the prefix.
-
-    The aggregate reads like ``utilerrors.Aggregate``: one error alone, several in ``[a, b]``. The field
-    errors are also attached as ``details.causes`` (a real denial carries none) so tools can show them.
-    """
-    rendered = [f"{path}: {message}" for path, _, message in problems]
-    summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
-    name = (job.get("metadata") or {}).get("name", "")
-    causes = [{"reason": reason, "message": message, "field": path} for path, reason, message in problems]
-    return errors.StatusError(
-        403,
-        "Forbidden",
-        f'admission webhook "{WEBHOOK_NAME}" denied the request: {summary}',
-        {"name": name, "group": GROUP, "kind": PLURAL, "causes": causes},
-    )
+    """What the apiserver answers for a webhook denial (:func:`..webhook.denial`)."""
+    return webhook.denial(WEBHOOK_NAME, GROUP, PLURAL, (job.get("metadata") or {}).get("name", ""), problems)
 
 
 # -- SetDefaults_PyTorchJob (pkg/apis/kubeflow.org/v1/pytorch_defaults.go) ------------------------------

@@ -1,0 +1,288 @@
+"""Admission of TrainJobs, TrainingRuntimes and ClusterTrainingRuntimes: the CRDs' defaults and CEL rules
+(422 Invalid), then Kubeflow Trainer's validating webhooks (403, ``admission webhook "..." denied``).
+
+The TrainJob webhook needs the referenced runtime (it must exist before the TrainJob), so its admission is
+built with a lookup: :func:`trainjob_admission` returns the hook the controller registers.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from typing import Any
+
+from airflow_k8s_ml.k8s.names import is_dns1035_label
+
+from ... import errors
+from ..webhook import FieldError, denial, invalid, plain
+from .api import (
+    ANCESTOR_LABEL,
+    ANCESTOR_TRAINER,
+    CLUSTER_TRAINING_RUNTIME,
+    DATASET_INITIALIZER,
+    GROUP,
+    INITIALIZER_VOLUME,
+    KIND,
+    MANAGER,
+    MODEL_INITIALIZER,
+    MULTIKUEUE_MANAGER,
+    NODE,
+    TORCH_RESERVED_ENVS,
+    TRAINING_RUNTIME,
+    WEBHOOK_CLUSTER_TRAINING_RUNTIME,
+    WEBHOOK_TRAINING_RUNTIME,
+    WEBHOOK_TRAINJOB,
+    Obj,
+    registry_key,
+    supported,
+)
+
+RuntimeLookup = Callable[[str, str, str], Obj | None]  # (kind, namespace, name) -> runtime or None
+_IMMUTABLE = (
+    ("runtimeRef", "object"),
+    ("initializer", "object"),
+    ("trainer", "object"),
+    ("activeDeadlineSeconds", "integer"),
+    ("managedBy", "string"),
+)
+_EXPECTED_CONTAINER = {
+    ANCESTOR_TRAINER: NODE,
+    DATASET_INITIALIZER: DATASET_INITIALIZER,
+    MODEL_INITIALIZER: MODEL_INITIALIZER,
+}
+
+
+def _go_json(value: Any) -> str:
+    return json.dumps(value, separators=(",", ":"))
+
+
+# -- TrainJob: CRD defaults and CEL rules ---------------------------------------------------------------
+def set_defaults(tj: Obj) -> None:
+    spec = tj.setdefault("spec", {})
+    ref = spec.setdefault("runtimeRef", {})
+    ref.setdefault("apiGroup", GROUP)
+    ref.setdefault("kind", CLUSTER_TRAINING_RUNTIME)
+    spec.setdefault("suspend", False)
+    spec.setdefault("managedBy", MANAGER)
+
+
+def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
+    """The CRD's x-kubernetes-validations and minimums, as the apiserver reports them."""
+    problems: list[FieldError] = []
+    name = (tj.get("metadata") or {}).get("name", "")
+    if name and not is_dns1035_label(name):
+        problems.append(invalid("<nil>", '"object"', "metadata.name must match RFC 1035 DNS label format"))
+    spec = tj.get("spec") or {}
+    if not (spec.get("runtimeRef") or {}).get("name"):
+        problems.append(("spec.runtimeRef.name", "FieldValueRequired", "Required value"))
+    manager = spec.get("managedBy")
+    if manager is not None and manager not in (MANAGER, MULTIKUEUE_MANAGER):
+        problems.append(
+            invalid(
+                "spec.managedBy",
+                '"string"',
+                f"ManagedBy must be {MANAGER} or {MULTIKUEUE_MANAGER} if set",
+            )
+        )
+    deadline = spec.get("activeDeadlineSeconds")
+    if deadline is not None and int(deadline) < 1:
+        problems.append(
+            invalid(
+                "spec.activeDeadlineSeconds",
+                str(deadline),
+                "spec.activeDeadlineSeconds in body should be greater than or equal to 1",
+            )
+        )
+    trainer = spec.get("trainer") or {}
+    if trainer.get("numNodes") is not None and int(trainer["numNodes"]) < 0:
+        problems.append(
+            invalid(
+                "spec.trainer.numNodes",
+                str(trainer["numNodes"]),
+                "spec.trainer.numNodes in body should be greater than or equal to 0",
+            )
+        )
+    if trainer.get("numProcPerNode") is not None and int(trainer["numProcPerNode"]) < 1:
+        problems.append(
+            invalid(
+                "spec.trainer.numProcPerNode",
+                '"integer"',
+                "numProcPerNode must be greater than or equal to 1",
+            )
+        )
+    if old is not None:
+        old_spec = old.get("spec") or {}
+        for key, type_ in _IMMUTABLE:
+            if key in old_spec and spec.get(key) != old_spec.get(key):
+                problems.append(invalid(f"spec.{key}", f'"{type_}"', "field is immutable"))
+    return problems
+
+
+# -- TrainJob: the validating webhook --------------------------------------------------------------------
+def _job_containers(runtime: Obj) -> dict[str, set[str]]:
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
+    out: dict[str, set[str]] = {}
+    for rjob in rjobs:
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
+        names |= {c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []}
+        out[str(rjob.get("name"))] = {str(n) for n in names}
+    return out
+
+
+def _has_initializer_mount(runtime: Obj, step: str) -> bool:
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
+    for rjob in rjobs:
+        if rjob.get("name") != step:
+            continue
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            if container.get("name") == step:
+                return any(m.get("name") == INITIALIZER_VOLUME for m in container.get("volumeMounts") or [])
+    return False
+
+
+def _initializer_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
+    """The jobset plugin's ``Validate``: a configured initializer needs its job, container and mount."""
+    spec = tj.get("spec") or {}
+    ref = _go_json(spec.get("runtimeRef"))
+    containers = _job_containers(runtime)
+    problems: list[FieldError] = []
+    for key, step, config in (
+        ("dataset", DATASET_INITIALIZER, "datasetConfig"),
+        ("model", MODEL_INITIALIZER, "modelConfig"),
+    ):
+        if ((spec.get("initializer") or {}).get(key)) is None:
+            continue
+        if step not in containers:
+            problems.append(
+                invalid(
+                    "spec.runtimeRef",
+                    ref,
+                    f"must have {step} job when trainJob is configured with input {config}",
+                )
+            )
+        elif step not in containers[step]:
+            problems.append(
+                invalid("spec.runtimeRef", ref, f"must have container with name - {step} in the {step} job")
+            )
+        elif not _has_initializer_mount(runtime, step):
+            problems.append(
+                invalid(
+                    "spec.runtimeRef",
+                    ref,
+                    f"must have volumeMount with name - {INITIALIZER_VOLUME} in container {step} "
+                    f"of the {step} job",
+                )
+            )
+    return problems
+
+
+def _torch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
+    """The torch plugin's ``Validate``: the PET_* variables are the plugin's to set."""
+    if ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("torch") is None:
+        return []
+    env = ((tj.get("spec") or {}).get("trainer") or {}).get("env") or []
+    reserved = sorted({str(v.get("name")) for v in env if v.get("name") in TORCH_RESERVED_ENVS})
+    if not reserved:
+        return []
+    return [
+        invalid(
+            "spec.trainer.env",
+            _go_json(env),
+            f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
+        )
+    ]
+
+
+def webhook_errors(tj: Obj, lookup: RuntimeLookup) -> list[FieldError]:
+    if not supported(tj):
+        return [plain(f"unsupported runtime: {registry_key(tj)}")]
+    ref = (tj.get("spec") or {}).get("runtimeRef") or {}
+    kind, name = str(ref.get("kind")), str(ref.get("name", ""))
+    namespace = (tj.get("metadata") or {}).get("namespace", "")
+    runtime = lookup(kind, namespace, name)
+    if runtime is None:
+        cluster = kind == CLUSTER_TRAINING_RUNTIME
+        plural = "clustertrainingruntimes" if cluster else "trainingruntimes"
+        path = "spec.RuntimeRef" if cluster else "spec.runtimeRef"
+        what = "clusterTrainingRuntime" if cluster else "trainingRuntime"
+        return [
+            invalid(
+                path,
+                _go_json(ref),
+                f'{plural}.{GROUP} "{name}" not found: specified {what} must be created before the '
+                "TrainJob is created",
+            )
+        ]
+    return _initializer_errors(tj, runtime) + _torch_errors(tj, runtime)
+
+
+def trainjob_admission(lookup: RuntimeLookup) -> Callable[[Obj, Obj | None], Obj]:
+    def admit(obj: Obj, old: Obj | None) -> Obj:
+        tj = copy.deepcopy(obj)
+        name = (tj.get("metadata") or {}).get("name", "")
+        set_defaults(tj)
+        problems = crd_errors(tj, old)
+        if problems:
+            raise errors.invalid(KIND, GROUP, "trainjobs", name, problems)
+        denied = webhook_errors(tj, lookup)
+        if denied:
+            raise denial(WEBHOOK_TRAINJOB, GROUP, "trainjobs", name, denied)
+        return tj
+
+    return admit
+
+
+# -- TrainingRuntime / ClusterTrainingRuntime: the validating webhooks -------------------------------------
+def runtime_errors(runtime: Obj) -> list[FieldError]:
+    """``validateReplicatedJobs``: initializer and trainer jobs have one replica and their container."""
+    base = "spec.template.spec.replicatedJobs"
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
+    problems: list[FieldError] = []
+    for index, rjob in enumerate(rjobs):
+        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels")
+        step = (labels or {}).get(ANCESTOR_LABEL)
+        if step not in _EXPECTED_CONTAINER:
+            continue
+        replicas = rjob.get("replicas", 1)
+        if replicas != 1:
+            problems.append(invalid(f"{base}[{index}].replicas", str(replicas), "always must be 1"))
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        containers = (pod.get("spec") or {}).get("containers") or []
+        if not any(c.get("name") == _EXPECTED_CONTAINER[step] for c in containers):
+            problems.append(
+                invalid(
+                    f"{base}[{index}].template.spec.template.spec.containers",
+                    _go_json(containers),
+                    f"must contain the required container for the ancestor: {step}",
+                )
+            )
+    return problems
+
+
+def runtime_admission(kind: str) -> Callable[[Obj, Obj | None], Obj]:
+    webhook = (
+        WEBHOOK_CLUSTER_TRAINING_RUNTIME if kind == CLUSTER_TRAINING_RUNTIME else WEBHOOK_TRAINING_RUNTIME
+    )
+    plural = kind.lower() + "s"
+
+    def admit(obj: Obj, old: Obj | None) -> Obj:
+        if old is not None:  # ValidateUpdate accepts everything
+            return obj
+        problems = runtime_errors(obj)
+        if problems:
+            raise denial(webhook, GROUP, plural, (obj.get("metadata") or {}).get("name", ""), problems)
+        return obj
+
+    return admit
+
+
+__all__ = ["TRAINING_RUNTIME", "runtime_admission", "runtime_errors", "trainjob_admission", "webhook_errors"]

@@ -1,0 +1,231 @@
+"""Kubeflow Trainer v2 on the local cluster: a TrainJob rendered into a JobSet of Indexed Jobs whose pods
+really train together (gloo all-reduce across two nodes), and its failure paths."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from kubernetes import client
+
+from ..cluster_fixtures import wait_for
+from .pod_helpers import read_log
+from .trainjob_helpers import (
+    ALL_REDUCE,
+    condition,
+    condition_history,
+    create_trainjob,
+    get_jobset,
+    get_trainjob,
+    is_true,
+    trainjob,
+    watch_trainjob,
+)
+
+pytest.importorskip("torch")
+
+
+@pytest.fixture()
+def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
+    yield client.CustomObjectsApi(api_client)
+
+
+def test_two_node_trainjob_all_reduces_over_gloo(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
+    created = create_trainjob(custom, namespace, trainjob("allreduce", ALL_REDUCE, trainer={"numNodes": 2}))
+    versions = watch_trainjob(
+        custom, namespace, "allreduce", is_true("Complete"), since=created["metadata"]["resourceVersion"]
+    )
+
+    # Upstream v1alpha1 has no Created/Running conditions: nothing until the JobSet's Completed is copied.
+    assert condition_history(versions) == ["", "Complete=True"]
+    done = versions[-1]
+    complete = condition(done, "Complete")
+    assert complete is not None
+    assert (complete["reason"], complete["message"]) == ("AllJobsCompleted", "jobset completed successfully")
+    assert done["status"]["jobsStatus"] == [
+        {"name": "node", "ready": 0, "succeeded": 1, "failed": 0, "active": 0, "suspended": 0}
+    ]
+
+    jobset = get_jobset(custom, namespace, "allreduce")
+    owner = jobset["metadata"]["ownerReferences"][0]
+    assert (owner["kind"], owner["name"], owner["controller"]) == ("TrainJob", "allreduce", True)
+    assert jobset["status"]["terminalState"] == "Completed"
+    node = jobset["spec"]["replicatedJobs"][0]
+    container = node["template"]["spec"]["template"]["spec"]["containers"][0]
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env["PET_NNODES"] == "2"
+    assert env["PET_NPROC_PER_NODE"] == "1"
+    assert env["PET_MASTER_ADDR"] == "allreduce-node-0-0.allreduce"
+    assert env["PET_MASTER_PORT"] == "29500"
+    assert env["PET_NODE_RANK"] == {
+        "fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}
+    }
+
+    job = batch.read_namespaced_job("allreduce-node-0", namespace)
+    assert (job.spec.parallelism, job.spec.completions, job.spec.completion_mode) == (2, 2, "Indexed")
+    assert job.metadata.labels["jobset.sigs.k8s.io/jobset-name"] == "allreduce"
+    assert job.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
+    assert job.metadata.owner_references[0].kind == "JobSet"
+
+    service = core.read_namespaced_service("allreduce", namespace)
+    assert service.spec.cluster_ip == "None"
+    assert service.spec.selector == {"jobset.sigs.k8s.io/jobset-name": "allreduce"}
+
+    pods = core.list_namespaced_pod(
+        namespace, label_selector="jobset.sigs.k8s.io/jobset-name=allreduce"
+    ).items
+    by_index = {p.metadata.annotations["batch.kubernetes.io/job-completion-index"]: p for p in pods}
+    assert sorted(by_index) == ["0", "1"]
+    for index, pod in by_index.items():
+        assert pod.spec.hostname == f"allreduce-node-0-{index}"
+        assert pod.spec.subdomain == "allreduce"
+        log = read_log(core, namespace, pod.metadata.name)
+        assert f"rank={index} world=2 nproc=1" in log
+        assert "all_reduce=3 world_size=2" in log
+
+
+FAIL_ON_RANK_1 = """
+import os, sys
+rank = int(os.environ["PET_NODE_RANK"])
+print(f"node {rank} starting", flush=True)
+sys.exit(3 if rank == 1 else 0)
+"""
+
+
+def fail_fast_runtime(name: str) -> dict[str, object]:
+    """A namespaced TrainingRuntime like torch-distributed whose node Job gives up at the first failure."""
+    return {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainingRuntime",
+        "metadata": {"name": name, "labels": {"trainer.kubeflow.org/framework": "torch"}},
+        "spec": {
+            "mlPolicy": {"numNodes": 1, "torch": {}},
+            "template": {
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "metadata": {
+                                    "labels": {"trainer.kubeflow.org/trainjob-ancestor-step": "trainer"}
+                                },
+                                "spec": {
+                                    "backoffLimit": 0,
+                                    "template": {
+                                        "spec": {
+                                            "restartPolicy": "Never",
+                                            "containers": [{"name": "node", "image": "python:3.11"}],
+                                        }
+                                    },
+                                },
+                            },
+                        }
+                    ]
+                }
+            },
+        },
+    }
+
+
+def test_failing_node_fails_the_trainjob_with_the_jobset_reason(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
+    custom.create_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainingruntimes", fail_fast_runtime("fail-fast")
+    )
+    body = trainjob(
+        "broken",
+        FAIL_ON_RANK_1,
+        runtime={"name": "fail-fast", "kind": "TrainingRuntime"},
+        trainer={"numNodes": 2},
+    )
+    created = create_trainjob(custom, namespace, body)
+    versions = watch_trainjob(
+        custom, namespace, "broken", is_true("Failed"), since=created["metadata"]["resourceVersion"]
+    )
+
+    failed = condition(versions[-1], "Failed")
+    assert failed is not None
+    assert (failed["reason"], failed["message"]) == (
+        "FailedJobs",
+        "jobset failed due to one or more job failures (first failed job: broken-node-0)",
+    )
+    assert condition(versions[-1], "Complete") is None
+    jobset = get_jobset(custom, namespace, "broken")
+    assert jobset["status"]["terminalState"] == "Failed"
+    js_failed = condition(jobset, "Failed")
+    assert js_failed is not None and js_failed["reason"] == "FailedJobs"
+    job = batch.read_namespaced_job("broken-node-0", namespace)
+    job_failed = next(c for c in job.status.conditions if c.type == "Failed")
+    assert job_failed.reason == "BackoffLimitExceeded"
+    pods = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=broken").items
+    failed_pod = next(p for p in pods if p.status.phase == "Failed")
+    assert failed_pod.metadata.annotations["batch.kubernetes.io/job-completion-index"] == "1"
+    assert "node 1 starting" in read_log(core, namespace, failed_pod.metadata.name)
+
+
+def test_active_deadline_fails_the_trainjob_and_leaves_no_pods(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    body = trainjob(
+        "slow",
+        "import time; print('training', flush=True); time.sleep(120)",
+        trainer={"numNodes": 2},
+        activeDeadlineSeconds=2,
+    )
+    created = create_trainjob(custom, namespace, body)
+    versions = watch_trainjob(
+        custom, namespace, "slow", is_true("Failed"), since=created["metadata"]["resourceVersion"]
+    )
+
+    failed = condition(versions[-1], "Failed")
+    assert failed is not None
+    assert (failed["reason"], failed["message"]) == (
+        "DeadlineExceeded",
+        "TrainJob exceeded its active deadline",
+    )
+    wait_for(
+        lambda: (
+            core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=slow").items
+        ),
+        lambda pods: not pods,
+        timeout=60,
+        what="pods of the TrainJob gone",
+    )
+    with pytest.raises(client.ApiException) as gone:
+        get_jobset(custom, namespace, "slow")
+    assert gone.value.status == 404
+    assert condition(get_trainjob(custom, namespace, "slow"), "Failed") == failed
+
+
+def test_suspended_trainjob_runs_nothing_until_resumed(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
+    created = create_trainjob(custom, namespace, trainjob("later", "print('ran', flush=True)", suspend=True))
+    versions = watch_trainjob(
+        custom, namespace, "later", is_true("Suspended"), since=created["metadata"]["resourceVersion"]
+    )
+    suspended = condition(versions[-1], "Suspended")
+    assert suspended is not None
+    assert (suspended["reason"], suspended["message"]) == ("Suspended", "TrainJob is suspended")
+    wait_for(lambda: get_jobset(custom, namespace, "later"), is_true("Suspended"), what="JobSet suspended")
+    job = wait_for(lambda: batch.read_namespaced_job("later-node-0", namespace), what="child Job")
+    assert job.spec.suspend is True
+    assert core.list_namespaced_pod(namespace).items == []
+
+    resumed = custom.patch_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "later", {"spec": {"suspend": False}}
+    )
+    versions = watch_trainjob(
+        custom, namespace, "later", is_true("Complete"), since=resumed["metadata"]["resourceVersion"]
+    )
+    suspended = condition(versions[-1], "Suspended")
+    assert suspended is not None
+    assert (suspended["status"], suspended["reason"], suspended["message"]) == (
+        "False",
+        "Resumed",
+        "TrainJob is resumed",
+    )
+    assert condition(get_jobset(custom, namespace, "later"), "Suspended")["reason"] == "ResumeJobs"  # type: ignore[index]
