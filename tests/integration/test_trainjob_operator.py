@@ -114,7 +114,9 @@ def test_a_failing_node_fails_the_task_naming_the_node_and_its_last_line(custom:
     message = str(info.value)
     assert message.startswith(f"TrainJob {namespace}/training-flaky-")
     assert "(FailedJobs): jobset failed due to one or more job failures" in message
-    assert "[node-1]" in message and "node 1: NCCL timeout in all_reduce" in message
+    # node 0 was terminated by the JobSet because node 1 failed: node 1 is named first, with its last line
+    assert "first failure: [node-1] container node terminated with exit code 3" in message
+    assert "node 1: NCCL timeout in all_reduce" in message
 
 
 def test_kubernetes_side_active_deadline_is_the_failure_reason(
