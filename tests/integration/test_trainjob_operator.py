@@ -210,3 +210,37 @@ def test_kill_while_deferred_deletes_the_trainjob(custom: Any, core: Any, namesp
 
     run_async(kill_while_waiting())
     wait_for(lambda: no_trainjob_and_no_pods(custom, core, namespace), timeout=60)
+
+
+def test_finetune_runs_ddp_from_the_pet_env_of_two_nodes(
+    custom: Any, namespace: str, tmp_path: Path, capsys: Any
+) -> None:
+    """The shipped entrypoint reads the torch runtime's PET_* variables (no torchrun): both nodes train
+    together and only node 0 commits the checkpoint."""
+    pytest.importorskip("torch")
+    base = f"file://{tmp_path}/ckpt"
+    custom.create_namespaced_custom_object(
+        GROUP, VERSION, namespace, "trainingruntimes", fail_fast_runtime("ff")
+    )  # a broken entrypoint fails the test at once instead of after the Job's default six retries
+    op = TrainJobOperator(
+        task_id="finetune",
+        namespace=namespace,
+        runtime="ff",
+        runtime_kind="TrainingRuntime",
+        image="python:3.11",
+        command=["python", "-m", "airflow_k8s_ml.workloads.finetune"],
+        args=["--epochs", "1", "--max-train-samples", "256"],
+        # the pods run on the host's Python: this checkout's package, not whichever one is installed
+        env={"DIST_TIMEOUT_SECONDS": "60", "PYTHONPATH": str(REPO)},
+        checkpoint_uri=base,
+        num_nodes=2,
+        num_proc_per_node=1,
+        pod_options={"termination_grace_period_seconds": 2},
+    )
+    result = run_task(op, make_context("finetune"))
+    assert result["state"]["phase"] == "succeeded"
+    log = task_log(capsys)
+    assert "[node-0] finetune start world_size=2 rank=0 " in log
+    assert "[node-1] finetune start world_size=2 rank=1 " in log
+    assert "[node-0] checkpoint step=1" in log and "[node-1] checkpoint step=" not in log
+    assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["step-1"]
