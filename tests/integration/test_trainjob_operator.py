@@ -37,6 +37,7 @@ from .training_helpers import (
     revive,
     run_async,
     run_task,
+    task_log,
 )
 from .trainjob_helpers import GROUP, VERSION
 
@@ -66,11 +67,6 @@ def nodes(task_id: str, namespace: str, code: str, **kwargs: Any) -> TrainJobOpe
         pod_options={"termination_grace_period_seconds": 2},
         **kwargs,
     )
-
-
-def task_log(capsys: Any) -> str:
-    captured = capsys.readouterr()
-    return str(captured.out + captured.err)
 
 
 def running_nodes(core: Any, namespace: str) -> int:
