@@ -4,6 +4,8 @@ really train together (gloo all-reduce across two nodes), and its failure paths.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -229,3 +231,30 @@ def test_suspended_trainjob_runs_nothing_until_resumed(
         "TrainJob is resumed",
     )
     assert condition(get_jobset(custom, namespace, "later"), "Suspended")["reason"] == "ResumeJobs"  # type: ignore[index]
+
+
+def test_default_runtime_is_installed_once_and_kept_across_restarts(tmp_path: Path) -> None:
+    """The store is durable: a restart neither duplicates nor resets a runtime the user changed."""
+    from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+    from airflow_k8s_ml.local_cluster.resources import lookup
+
+    from ..cluster_fixtures import fast_settings
+
+    runtimes = lookup("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
+    assert runtimes is not None
+    state = tmp_path / "state"
+    with ClusterThread(fast_settings(state)) as first:
+        installed = first.call(lambda: first.cluster.store.get(runtimes, "", "torch-distributed"))
+        assert installed["metadata"]["labels"] == {"trainer.kubeflow.org/framework": "torch"}
+        assert installed["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}
+
+        def relabel(obj: dict[str, Any]) -> None:
+            obj["metadata"]["labels"]["edited"] = "yes"
+
+        first.call(lambda: first.cluster.store.mutate(runtimes, "", "torch-distributed", relabel))
+    with ClusterThread(fast_settings(state)) as second:
+        kept = second.call(lambda: second.cluster.store.get(runtimes, "", "torch-distributed"))
+        listed, _ = second.call(lambda: second.cluster.store.list(runtimes))
+    assert kept["metadata"]["uid"] == installed["metadata"]["uid"]
+    assert kept["metadata"]["labels"]["edited"] == "yes"
+    assert [r["metadata"]["name"] for r in listed] == ["torch-distributed"]
