@@ -250,3 +250,17 @@ def test_condition_rule_adds_only_true_and_keeps_transition_time() -> None:
     assert status["conditions"][0]["lastTransitionTime"] == first
     assert status["conditions"][0]["reason"] == "Other"
     assert len(events) == 2
+
+
+def test_depends_on_starts_a_replicated_job_after_its_dependency() -> None:
+    js = jobset(("init", 1), ("node", 1))
+    js["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "init", "status": "Complete"}]
+    first = decide(js, [], NOW)
+    assert [j["metadata"]["name"] for j in first.create] == ["js-init-0"]
+    running = decide(js, [child(js, "js-init-0", active=1)], NOW)
+    assert running.create == []
+    done = decide(js, [child(js, "js-init-0", "Complete")], NOW)
+    assert [j["metadata"]["name"] for j in done.create] == ["js-node-0"]
+    js["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "init", "status": "Ready"}]
+    ready = decide(js, [child(js, "js-init-0", active=2, ready=2)], NOW)
+    assert [j["metadata"]["name"] for j in ready.create] == ["js-node-0"]

@@ -224,6 +224,23 @@ def success_reached(js: Obj, successful: list[Obj]) -> bool:
     return done >= needed
 
 
+def dependencies_reached(js: Obj, rjob_name: str, statuses: list[Obj]) -> bool:
+    """``dependencyReachedStatus``: every ``dependsOn`` entry's replicated job has all its Jobs succeeded
+    (``Complete``) or ready, failed or succeeded (``Ready``)."""
+    rjobs = {r["name"]: r for r in replicated_jobs(js)}
+    by_name = {s["name"]: s for s in statuses}
+    for dep in (rjobs.get(rjob_name) or {}).get("dependsOn") or []:
+        wanted, actual = replicas(rjobs.get(dep.get("name"), {})), by_name.get(dep.get("name"))
+        if actual is None:
+            return False
+        if dep.get("status") == "Complete" and wanted != actual["succeeded"]:
+            return False
+        reached = actual["failed"] + actual["ready"] + actual["succeeded"]
+        if dep.get("status") == "Ready" and wanted != reached:
+            return False
+    return True
+
+
 def _all_ready(js: Obj, statuses: list[Obj]) -> bool:
     total = sum(replicas(r) for r in replicated_jobs(js))
     return total == sum(int(s["ready"]) + int(s["succeeded"]) for s in statuses)
@@ -253,14 +270,23 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
         return decision
     decision.service = dns_hostnames_enabled(js)
     existing = {j["metadata"]["name"] for j in jobs}
+    statuses = status["replicatedJobsStatus"]
+
+    def due(job: Obj) -> bool:  # dependsOn: a replicated job starts once its dependencies reached status
+        return dependencies_reached(js, _rjob_of(job), statuses)
+
     decision.create = [
-        j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing
+        j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing and due(j)
     ]
     if suspended(js):
         decision.suspend = [j["metadata"]["name"] for j in children.active if not _job_suspended(j)]
         set_condition(status, SUSPENDED, "True", SUSPENDED_JOBS, now, events)
         restarting_false(status, RESTARTING_JOBSET_SUSPENDED, now, events)
     else:
-        decision.resume = [j["metadata"]["name"] for j in children.active if _job_suspended(j)]
+        decision.resume = [j["metadata"]["name"] for j in children.active if _job_suspended(j) and due(j)]
         set_condition(status, SUSPENDED, "False", RESUMED_JOBS, now, events)
     return decision
+
+
+def _rjob_of(job: Obj) -> str:
+    return str((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, ""))
