@@ -331,3 +331,37 @@ def test_torchrun_reads_the_pet_environment(
     )
     assert ranks == [0, 1, 2, 3]
     assert logs.count("world=4 sum=10") == 4
+
+
+def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
+    selector = "jobset.sigs.k8s.io/jobset-name=doomed"
+    body = trainjob(
+        "doomed", "import time; print('up', flush=True); time.sleep(120)", trainer={"numNodes": 2}
+    )
+    create_trainjob(custom, namespace, body)
+    wait_for(
+        lambda: core.list_namespaced_pod(namespace, label_selector=selector).items,
+        lambda pods: len(pods) == 2 and all(p.status.phase == "Running" for p in pods),
+        timeout=60,
+        what="both nodes running",
+    )
+
+    custom.delete_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed"
+    )
+
+    wait_for(
+        lambda: (
+            core.list_namespaced_pod(namespace, label_selector=selector).items
+            + batch.list_namespaced_job(namespace, label_selector=selector).items
+            + core.list_namespaced_service(namespace).items
+            + custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets")[
+                "items"
+            ]
+        ),
+        lambda left: not left,
+        timeout=60,
+        what="everything of the TrainJob collected",
+    )
