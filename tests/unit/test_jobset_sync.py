@@ -9,6 +9,7 @@ from airflow_k8s_ml.local_cluster.controllers.jobset.admission import set_defaul
 from airflow_k8s_ml.local_cluster.controllers.jobset.conditions import set_condition
 from airflow_k8s_ml.local_cluster.controllers.jobset.jobs import desired_jobs, headless_service
 from airflow_k8s_ml.local_cluster.controllers.jobset.sync import classify, decide
+from airflow_k8s_ml.local_cluster.meta import parse_time
 
 Obj = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -264,3 +265,16 @@ def test_depends_on_starts_a_replicated_job_after_its_dependency() -> None:
     js["spec"]["replicatedJobs"][1]["dependsOn"] = [{"name": "init", "status": "Ready"}]
     ready = decide(js, [child(js, "js-init-0", active=2, ready=2)], NOW)
     assert [j["metadata"]["name"] for j in ready.create] == ["js-node-0"]
+
+
+def test_ttl_after_finished_expires_from_the_terminal_condition() -> None:
+    js = jobset(("node", 1), ttlSecondsAfterFinished=30)
+    js["status"] = {
+        "restarts": 0,
+        "conditions": [{"type": "Completed", "status": "True", "lastTransitionTime": "2026-01-01T00:00:00Z"}],
+    }
+    finished = parse_time("2026-01-01T00:00:00Z")
+    assert decide(js, [], finished + 29).expired is False
+    assert decide(js, [], finished + 30).expired is True
+    del js["spec"]["ttlSecondsAfterFinished"]
+    assert decide(js, [], finished + 3600).expired is False

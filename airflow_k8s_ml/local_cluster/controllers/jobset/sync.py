@@ -11,6 +11,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from ...meta import parse_time
 from .api import (
     ALL_JOBS_COMPLETED,
     COMPLETED,
@@ -49,6 +50,7 @@ class Decision:
     suspend: list[str] = field(default_factory=list)
     resume: list[str] = field(default_factory=list)
     service: bool = False  # the headless Service must exist
+    expired: bool = False  # ttlSecondsAfterFinished ran out: delete the JobSet (Foreground)
     events: list[Event] = field(default_factory=list)
 
 
@@ -126,6 +128,17 @@ def replicated_jobs_status(js: Obj, jobs: ChildJobs) -> list[Obj]:
 def is_finished(js: Obj) -> bool:
     conditions = (js.get("status") or {}).get("conditions") or []
     return any(c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True" for c in conditions)
+
+
+def ttl_expired(js: Obj, now: float) -> bool:
+    """``executeTTLAfterFinishedPolicy``: the terminal condition's transition time plus the TTL has passed."""
+    ttl = (js.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if ttl is None or js["metadata"].get("deletionTimestamp"):
+        return False
+    for c in (js.get("status") or {}).get("conditions") or []:
+        if c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True" and c.get("lastTransitionTime"):
+            return now >= parse_time(c["lastTransitionTime"]) + float(ttl)
+    return False
 
 
 def _failure_condition(job: Obj) -> Obj | None:
@@ -256,6 +269,7 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
     events = decision.events
     if is_finished(js):
         decision.delete = [j["metadata"]["name"] for j in children.active]
+        decision.expired = ttl_expired(js, now)
         return decision
     decision.delete = [j["metadata"]["name"] for j in children.previous]
     if not suspended(js) and _all_ready(js, status["replicatedJobsStatus"]):
