@@ -99,3 +99,20 @@ def test_pod_dns_names_under_the_pods_subdomain() -> None:
     assert out == {"PET_MASTER_ADDR": "127.9.0.4", "OTHER": "tj", "LATER": "tj-node-0-1.tj"}
     assert missing == ["tj-node-0-1.tj"]
     assert rewrite(env, "ns", None, lambda host, _sub: "x") == (env, [])
+
+
+def test_managed_by_another_controller_is_left_alone() -> None:
+    from airflow_k8s_ml.local_cluster.controllers.jobset.api import managed_here as jobset_managed_here
+    from airflow_k8s_ml.local_cluster.controllers.trainjob.api import managed_here, registry_key, supported
+
+    assert managed_here({"spec": {}})
+    assert managed_here({"spec": {"managedBy": "trainer.kubeflow.org/trainjob-controller"}})
+    assert not managed_here({"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+    assert jobset_managed_here({"spec": {"managedBy": "jobset.sigs.k8s.io/jobset-controller"}})
+    assert not jobset_managed_here({"spec": {"managedBy": "kueue.x-k8s.io/multikueue"}})
+    ref = {
+        "spec": {
+            "runtimeRef": {"name": "x", "kind": "ClusterTrainingRuntime", "apiGroup": "trainer.kubeflow.org"}
+        }
+    }
+    assert supported(ref) and registry_key(ref) == "ClusterTrainingRuntime.trainer.kubeflow.org"
