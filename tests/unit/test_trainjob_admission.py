@@ -171,3 +171,29 @@ def test_jobset_replicated_jobs_are_immutable() -> None:
     assert 'spec.replicatedJobs: Invalid value: "array": field is immutable' in caught.value.message
     suspended = jobset("ok", suspend=True)
     assert admit_jobset(suspended, old)["spec"]["suspend"] is True
+
+
+def test_field_types_are_checked_before_the_webhooks() -> None:
+    wrong = refused(trainjob(trainer={"numNodes": "two", "command": "python train.py"}, suspend="yes"))
+    assert wrong.code == 422
+    assert (
+        'spec.suspend: Invalid value: "string": spec.suspend in body must be of type boolean: "string"'
+        in (wrong.message)
+    )
+    assert "spec.trainer.numNodes in body must be of type integer" in wrong.message
+    assert "spec.trainer.command in body must be of type array" in wrong.message
+    with pytest.raises(errors.StatusError) as js:
+        bad = jobset("ok")
+        bad["spec"]["replicatedJobs"][0]["replicas"] = "2"
+        admit_jobset(bad, None)
+    assert js.value.code == 422
+    assert js.value.message == (
+        'JobSet.jobset.x-k8s.io "ok" is invalid: spec.replicatedJobs[0].replicas: Invalid value: "string": '
+        'spec.replicatedJobs[0].replicas in body must be of type integer: "string"'
+    )
+    runtime = torch_distributed()
+    runtime["spec"]["mlPolicy"]["numNodes"] = "1"
+    with pytest.raises(errors.StatusError) as rt:
+        runtime_admission("ClusterTrainingRuntime")(runtime, None)
+    assert rt.value.code == 422
+    assert "spec.mlPolicy.numNodes in body must be of type integer" in rt.value.message

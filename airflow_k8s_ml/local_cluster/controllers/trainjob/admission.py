@@ -15,6 +15,8 @@ from typing import Any
 from airflow_k8s_ml.k8s.names import is_dns1035_label
 
 from ... import errors
+from ..crd_types import check_fields, check_type
+from ..jobset.admission import spec_type_errors
 from ..webhook import FieldError, denial, invalid, plain
 from .api import (
     ANCESTOR_LABEL,
@@ -65,6 +67,51 @@ def set_defaults(tj: Obj) -> None:
     ref.setdefault("kind", CLUSTER_TRAINING_RUNTIME)
     spec.setdefault("suspend", False)
     spec.setdefault("managedBy", MANAGER)
+
+
+def type_errors(tj: Obj) -> list[FieldError]:
+    """The CRD schema's types for the fields the controller reads."""
+    spec = tj.get("spec", {})
+    problems = check_type("spec", spec, "object")
+    if problems:
+        return problems
+    problems += check_fields(
+        spec,
+        "spec",
+        {
+            "runtimeRef": "object",
+            "trainer": "object",
+            "initializer": "object",
+            "suspend": "boolean",
+            "activeDeadlineSeconds": "integer",
+            "managedBy": "string",
+            "runtimePatches": "array",
+        },
+    )
+    problems += check_fields(
+        spec.get("runtimeRef"), "spec.runtimeRef", {"name": "string", "apiGroup": "string", "kind": "string"}
+    )
+    problems += check_fields(
+        spec.get("trainer"),
+        "spec.trainer",
+        {
+            "image": "string",
+            "command": "array",
+            "args": "array",
+            "env": "array",
+            "numNodes": "integer",
+            "numProcPerNode": "integer",
+            "resourcesPerNode": "object",
+        },
+    )
+    initializer = spec.get("initializer")
+    for key in ("dataset", "model"):
+        step = initializer.get(key) if isinstance(initializer, dict) else None
+        problems += check_type(f"spec.initializer.{key}", step, "object")
+        problems += check_fields(
+            step, f"spec.initializer.{key}", {"storageUri": "string", "env": "array", "secretRef": "object"}
+        )
+    return problems
 
 
 def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
@@ -227,6 +274,9 @@ def trainjob_admission(lookup: RuntimeLookup) -> Callable[[Obj, Obj | None], Obj
     def admit(obj: Obj, old: Obj | None) -> Obj:
         tj = copy.deepcopy(obj)
         name = (tj.get("metadata") or {}).get("name", "")
+        typed = type_errors(tj)
+        if typed:
+            raise errors.invalid(KIND, GROUP, "trainjobs", name, typed)
         set_defaults(tj)
         problems = crd_errors(tj, old)
         if problems:
@@ -275,11 +325,24 @@ def runtime_admission(kind: str) -> Callable[[Obj, Obj | None], Obj]:
     plural = kind.lower() + "s"
 
     def admit(obj: Obj, old: Obj | None) -> Obj:
+        name = (obj.get("metadata") or {}).get("name", "")
+        spec = obj.get("spec", {})
+        typed = check_type("spec", spec, "object")
+        if not typed:
+            typed = check_fields(spec, "spec", {"mlPolicy": "object", "template": "object"})
+            typed += check_fields(
+                spec.get("mlPolicy"), "spec.mlPolicy", {"numNodes": "integer", "torch": "object"}
+            )
+            template = spec.get("template")
+            if isinstance(template, dict) and "spec" in template:
+                typed += spec_type_errors(template["spec"], "spec.template.spec")
+        if typed:
+            raise errors.invalid(kind, GROUP, plural, name, typed)
         if old is not None:  # ValidateUpdate accepts everything
             return obj
         problems = runtime_errors(obj)
         if problems:
-            raise denial(webhook, GROUP, plural, (obj.get("metadata") or {}).get("name", ""), problems)
+            raise denial(webhook, GROUP, plural, name, problems)
         return obj
 
     return admit
