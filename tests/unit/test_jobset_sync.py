@@ -278,3 +278,26 @@ def test_ttl_after_finished_expires_from_the_terminal_condition() -> None:
     assert decide(js, [], finished + 30).expired is True
     del js["spec"]["ttlSecondsAfterFinished"]
     assert decide(js, [], finished + 3600).expired is False
+
+
+def test_in_order_startup_starts_one_replicated_job_at_a_time() -> None:
+    js = jobset(("driver", 1), ("workers", 2), startupPolicy={"startupPolicyOrder": "InOrder"})
+    first = decide(js, [], NOW)
+    assert [j["metadata"]["name"] for j in first.create] == ["js-driver-0"]
+    progress = next(c for c in first.status["conditions"] if c["type"] == "StartupPolicyInProgress")
+    assert (progress["reason"], progress["message"]) == (
+        "InOrderStartupPolicyInProgress",
+        "in order startup policy is in progress",
+    )
+    js["status"] = first.status
+    started = decide(js, [child(js, "js-driver-0", active=2, ready=2)], NOW)
+    assert [j["metadata"]["name"] for j in started.create] == ["js-workers-0", "js-workers-1"]
+    js["status"] = started.status
+    ready = [child(js, "js-driver-0", active=2, ready=2)] + [
+        child(js, f"js-workers-{i}", active=2, ready=2) for i in range(2)
+    ]
+    done = decide(js, ready, NOW)
+    assert done.create == []
+    types = {c["type"]: c["status"] for c in done.status["conditions"]}
+    assert types["StartupPolicyCompleted"] == "True"
+    assert types["StartupPolicyInProgress"] == "False"  # the pair exclude each other

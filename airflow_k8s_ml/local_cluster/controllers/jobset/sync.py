@@ -18,6 +18,8 @@ from .api import (
     FAIL_JOBSET_ACTION,
     FAILED,
     FAILED_JOBS,
+    IN_ORDER_COMPLETED,
+    IN_ORDER_IN_PROGRESS,
     REACHED_MAX_RESTARTS,
     REPLICATED_JOB_NAME_KEY,
     RESTART_IGNORE_MAX_ACTION,
@@ -30,6 +32,8 @@ from .api import (
     RESTARTING_RULE_FORMAT,
     RESTARTS_KEY,
     RESUMED_JOBS,
+    STARTUP_COMPLETED,
+    STARTUP_IN_PROGRESS,
     SUSPENDED,
     SUSPENDED_JOBS,
     Obj,
@@ -283,23 +287,65 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
         status["terminalState"] = COMPLETED
         return decision
     decision.service = dns_hostnames_enabled(js)
-    existing = {j["metadata"]["name"] for j in jobs}
+    _start_replicated_jobs(js, jobs, children, decision, now)
+    return decision
+
+
+def _in_order(js: Obj) -> bool:
+    return ((js.get("spec") or {}).get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+
+
+def _all_started(rjob: Obj, statuses: list[Obj]) -> bool:
+    """``allReplicasStarted``: every Job of the replicated job is ready, failed or succeeded."""
+    found = next((s for s in statuses if s["name"] == rjob["name"]), None)
+    return found is not None and replicas(rjob) == found["failed"] + found["ready"] + found["succeeded"]
+
+
+def _start_replicated_jobs(
+    js: Obj, jobs: list[Obj], children: ChildJobs, decision: Decision, now: float
+) -> None:
+    """``reconcileReplicatedJobs`` then ``suspendJobs`` / ``resumeJobsIfNecessary``: missing Jobs are
+    created and suspended ones resumed replicated job by replicated job, each once its ``dependsOn`` is
+    reached; with ``startupPolicyOrder: InOrder`` one replicated job at a time, the next only once every
+    Job of the previous one started (``StartupPolicyInProgress``, then ``StartupPolicyCompleted``)."""
+    status, events = decision.status, decision.events
     statuses = status["replicatedJobsStatus"]
-
-    def due(job: Obj) -> bool:  # dependsOn: a replicated job starts once its dependencies reached status
-        return dependencies_reached(js, _rjob_of(job), statuses)
-
-    decision.create = [
-        j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing and due(j)
-    ]
-    if suspended(js):
+    existing = {j["metadata"]["name"] for j in jobs}
+    wanted: dict[str, list[Obj]] = {}
+    for job in desired_jobs({**js, "status": status}):
+        wanted.setdefault(_rjob_of(job), []).append(job)
+    in_order, held = _in_order(js), suspended(js)
+    for rjob in replicated_jobs(js):
+        if not dependencies_reached(js, rjob["name"], statuses):
+            continue
+        if not held and in_order and _all_started(rjob, statuses):
+            continue
+        decision.create += [j for j in wanted.get(rjob["name"], []) if j["metadata"]["name"] not in existing]
+        if not held and in_order:
+            set_condition(status, STARTUP_IN_PROGRESS, "True", IN_ORDER_IN_PROGRESS, now, events)
+            break
+    else:
+        if not held and in_order:
+            set_condition(status, STARTUP_COMPLETED, "True", IN_ORDER_COMPLETED, now, events)
+    if held:
         decision.suspend = [j["metadata"]["name"] for j in children.active if not _job_suspended(j)]
         set_condition(status, SUSPENDED, "True", SUSPENDED_JOBS, now, events)
         restarting_false(status, RESTARTING_JOBSET_SUSPENDED, now, events)
-    else:
-        decision.resume = [j["metadata"]["name"] for j in children.active if _job_suspended(j) and due(j)]
-        set_condition(status, SUSPENDED, "False", RESUMED_JOBS, now, events)
-    return decision
+        return
+    for rjob in replicated_jobs(js):
+        if not dependencies_reached(js, rjob["name"], statuses):
+            continue
+        if in_order and _all_started(rjob, statuses):
+            continue
+        decision.resume += [
+            j["metadata"]["name"]
+            for j in children.active
+            if _job_suspended(j) and _rjob_of(j) == rjob["name"]
+        ]
+        if in_order:
+            set_condition(status, STARTUP_IN_PROGRESS, "True", IN_ORDER_IN_PROGRESS, now, events)
+            return
+    set_condition(status, SUSPENDED, "False", RESUMED_JOBS, now, events)
 
 
 def _rjob_of(job: Obj) -> str:
