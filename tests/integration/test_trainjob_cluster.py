@@ -365,3 +365,35 @@ def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
         timeout=60,
         what="everything of the TrainJob collected",
     )
+
+
+def test_runtime_patch_mounts_a_volume_on_every_node(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    pod = {
+        "volumes": [{"name": "scratch", "emptyDir": {}}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
+    }
+    patch = {
+        "manager": "airflow.apache.org/airflow-k8s-ml",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]
+                }
+            }
+        },
+    }
+    code = "open('/scratch/ok', 'w').write('1'); print('wrote', open('/scratch/ok').read(), flush=True)"
+    created = create_trainjob(
+        custom, namespace, trainjob("patched", code, trainer={"numNodes": 2}, runtimePatches=[patch])
+    )
+    assert created["spec"]["runtimePatches"][0]["time"]
+    watch_trainjob(
+        custom, namespace, "patched", is_true("Complete"), since=created["metadata"]["resourceVersion"]
+    )
+    pods = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=patched").items
+    assert len(pods) == 2
+    for p in pods:
+        assert [v.name for v in p.spec.volumes] == ["scratch"]
+        assert "wrote 1" in read_log(core, namespace, p.metadata.name)

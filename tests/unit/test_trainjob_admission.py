@@ -23,7 +23,7 @@ def lookup(kind: str, namespace: str, name: str) -> Obj | None:
     return RUNTIMES.get((kind, "" if kind == "ClusterTrainingRuntime" else namespace, name))
 
 
-admit = trainjob_admission(lookup)
+admit = trainjob_admission(lookup, lambda: 1_700_000_000.0)
 
 
 def trainjob(name: str = "tj", **spec: Any) -> Obj:
@@ -197,3 +197,37 @@ def test_field_types_are_checked_before_the_webhooks() -> None:
         runtime_admission("ClusterTrainingRuntime")(runtime, None)
     assert rt.value.code == 422
     assert "spec.mlPolicy.numNodes in body must be of type integer" in rt.value.message
+
+
+def patch_for(job: str, container: Obj, manager: str = "example.com/airflow") -> Obj:
+    pod = {"containers": [container]}
+    rjob = {"name": job, "template": {"spec": {"template": {"spec": pod}}}}
+    return {"manager": manager, "trainingRuntimeSpec": {"template": {"spec": {"replicatedJobs": [rjob]}}}}
+
+
+def test_runtime_patches_are_stamped_and_checked() -> None:
+    ok = admit(trainjob(runtimePatches=[patch_for("node", {"name": "node", "volumeMounts": []})]), None)
+    assert ok["spec"]["runtimePatches"][0]["time"] == "2023-11-14T22:13:20Z"
+    env = {"name": "node", "env": [{"name": "A", "value": "1"}]}
+    denied = refused(trainjob(runtimePatches=[patch_for("node", env)]))
+    assert (
+        "must not have envs for the dataset-initializer, model-initializer, node containers" in denied.message
+    )
+    unknown = refused(trainjob(runtimePatches=[patch_for("launcher", {"name": "x"})]))
+    assert "must not have replicated job that doesn't exist in the runtime job template" in unknown.message
+    manager = refused(trainjob(runtimePatches=[patch_for("node", {"name": "node"}, manager="airflow")]))
+    assert (
+        'spec.runtimePatches.manager: Invalid value: "airflow": must be a domain-prefixed path'
+        in manager.message
+    )
+
+
+def test_runtime_patches_change_only_while_suspended() -> None:
+    old = admit(trainjob(runtimePatches=[patch_for("node", {"name": "node"})]), None)
+    changed = [patch_for("node", {"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]})]
+    denied = refused(trainjob(runtimePatches=changed), old)
+    assert (
+        "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
+        in (denied.message)
+    )
+    assert admit(trainjob(runtimePatches=changed, suspend=True), old)["spec"]["suspend"] is True

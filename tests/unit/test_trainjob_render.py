@@ -213,3 +213,44 @@ def test_upsert_env_and_merge_resources() -> None:
         "limits": {"cpu": "1"},
         "requests": {"cpu": "2"},
     }
+
+
+def security_patch(manager: str = "example.com/airflow") -> Obj:
+    pod = {
+        "serviceAccountName": "trainer",
+        "volumes": [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": "ckpt", "mountPath": "/ckpt"}]}],
+    }
+    return {
+        "manager": manager,
+        "trainingRuntimeSpec": {
+            "template": {
+                "metadata": {"labels": {"team": "ml"}},
+                "spec": {
+                    "replicatedJobs": [
+                        {
+                            "name": "node",
+                            "template": {
+                                "spec": {"template": {"metadata": {"labels": {"p": "1"}}, "spec": pod}}
+                            },
+                        }
+                    ]
+                },
+            }
+        },
+    }
+
+
+def test_runtime_patches_merge_into_the_template() -> None:
+    jobset = render_jobset(
+        trainjob(runtimePatches=[security_patch()], trainer={"numNodes": 2}), torch_distributed()
+    )
+    assert jobset["metadata"]["labels"] == {"team": "ml"}
+    pod = node_job(jobset)["template"]["spec"]["template"]
+    assert pod["metadata"]["labels"] == {"p": "1"}
+    assert pod["spec"]["serviceAccountName"] == "trainer"
+    assert pod["spec"]["volumes"] == [{"name": "ckpt", "persistentVolumeClaim": {"claimName": "ckpt"}}]
+    container = pod["spec"]["containers"][0]
+    assert container["image"] == TORCH_IMAGE  # merged by name, not replaced
+    assert container["volumeMounts"] == [{"name": "ckpt", "mountPath": "/ckpt"}]
+    assert {e["name"] for e in container["env"]} >= {"PET_NNODES", "PET_MASTER_ADDR"}
