@@ -123,6 +123,15 @@ CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
 
 
 # jobset.x-k8s.io/v1alpha2 JobSet (kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go).
+# Per replicated job counts: JobSet's replicatedJobsStatus, and the TrainJob's jobsStatus copied from it.
+_JOB_COUNTS: Schema = {
+    "name": LEAF,
+    "ready": LEAF,
+    "succeeded": LEAF,
+    "failed": LEAF,
+    "active": LEAF,
+    "suspended": LEAF,
+}
 _JOBSET_SPEC: Schema = {
     "replicatedJobs": (
         "list",
@@ -173,12 +182,7 @@ CUSTOM_SCHEMAS[("jobset.x-k8s.io/v1alpha2", "JobSet")] = {
         "replicatedJobsStatus": (
             "list",
             {
-                "name": LEAF,
-                "ready": LEAF,
-                "succeeded": LEAF,
-                "failed": LEAF,
-                "active": LEAF,
-                "suspended": LEAF,
+                **_JOB_COUNTS,
                 "jobRestarts": LEAF,
                 "jobRestartsCountTowardsMax": LEAF,
             },
@@ -217,17 +221,7 @@ CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainJob")] = {
     },
     "status": {
         "conditions": ("list", "V1Condition"),
-        "jobsStatus": (
-            "list",
-            {
-                "name": LEAF,
-                "ready": LEAF,
-                "succeeded": LEAF,
-                "failed": LEAF,
-                "active": LEAF,
-                "suspended": LEAF,
-            },
-        ),
+        "jobsStatus": ("list", _JOB_COUNTS),
         "trainerStatus": {
             "progressPercentage": LEAF,
             "estimatedRemainingSeconds": LEAF,

@@ -3,7 +3,10 @@ really train together (gloo all-reduce across two nodes), and its failure paths.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
 
 import pytest
 from kubernetes import client
@@ -67,6 +70,7 @@ def test_two_node_trainjob_all_reduces_over_gloo(
     assert (job.spec.parallelism, job.spec.completions, job.spec.completion_mode) == (2, 2, "Indexed")
     assert job.metadata.labels["jobset.sigs.k8s.io/jobset-name"] == "allreduce"
     assert job.metadata.labels["jobset.sigs.k8s.io/replicatedjob-name"] == "node"
+    assert job.metadata.labels["trainer.kubeflow.org/trainjob-ancestor-step"] == "trainer"
     assert job.metadata.owner_references[0].kind == "JobSet"
 
     service = core.read_namespaced_service("allreduce", namespace)
@@ -79,6 +83,8 @@ def test_two_node_trainjob_all_reduces_over_gloo(
     by_index = {p.metadata.annotations["batch.kubernetes.io/job-completion-index"]: p for p in pods}
     assert sorted(by_index) == ["0", "1"]
     for index, pod in by_index.items():
+        assert pod.metadata.name.startswith(f"allreduce-node-0-{index}-")
+        assert pod.metadata.labels["jobset.sigs.k8s.io/job-index"] == "0"
         assert pod.spec.hostname == f"allreduce-node-0-{index}"
         assert pod.spec.subdomain == "allreduce"
         log = read_log(core, namespace, pod.metadata.name)
@@ -229,3 +235,165 @@ def test_suspended_trainjob_runs_nothing_until_resumed(
         "TrainJob is resumed",
     )
     assert condition(get_jobset(custom, namespace, "later"), "Suspended")["reason"] == "ResumeJobs"  # type: ignore[index]
+
+
+def test_default_runtime_is_installed_once_and_kept_across_restarts(tmp_path: Path) -> None:
+    """The store is durable: a restart neither duplicates nor resets a runtime the user changed."""
+    from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+    from airflow_k8s_ml.local_cluster.resources import lookup
+
+    from ..cluster_fixtures import fast_settings
+
+    runtimes = lookup("trainer.kubeflow.org", "v1alpha1", "clustertrainingruntimes")
+    assert runtimes is not None
+    state = tmp_path / "state"
+    with ClusterThread(fast_settings(state)) as first:
+        installed = first.call(lambda: first.cluster.store.get(runtimes, "", "torch-distributed"))
+        assert installed["metadata"]["labels"] == {"trainer.kubeflow.org/framework": "torch"}
+        assert installed["spec"]["mlPolicy"] == {"numNodes": 1, "torch": {}}
+
+        def relabel(obj: dict[str, Any]) -> None:
+            obj["metadata"]["labels"]["edited"] = "yes"
+
+        first.call(lambda: first.cluster.store.mutate(runtimes, "", "torch-distributed", relabel))
+    with ClusterThread(fast_settings(state)) as second:
+        kept = second.call(lambda: second.cluster.store.get(runtimes, "", "torch-distributed"))
+        listed, _ = second.call(lambda: second.cluster.store.list(runtimes))
+    assert kept["metadata"]["uid"] == installed["metadata"]["uid"]
+    assert kept["metadata"]["labels"]["edited"] == "yes"
+    assert [r["metadata"]["name"] for r in listed] == ["torch-distributed"]
+
+
+def test_webhook_denials_come_back_as_upstream_words_them(
+    custom: client.CustomObjectsApi, namespace: str
+) -> None:
+    with pytest.raises(client.ApiException) as missing:
+        create_trainjob(
+            custom, namespace, trainjob("orphan", "print(1)", runtime={"name": "no-such-runtime"})
+        )
+    assert missing.value.status == 403
+    message = json.loads(missing.value.body)["message"]
+    assert message.startswith(
+        'admission webhook "validator.trainjob.trainer.kubeflow.org" denied the request: '
+    )
+    assert message.endswith(
+        'clustertrainingruntimes.trainer.kubeflow.org "no-such-runtime" not found: specified '
+        "clusterTrainingRuntime must be created before the TrainJob is created"
+    )
+    with pytest.raises(client.ApiException) as reserved:
+        env = [{"name": "PET_NODE_RANK", "value": "7"}]
+        create_trainjob(custom, namespace, trainjob("reserved", "print(1)", trainer={"env": env}))
+    assert reserved.value.status == 403
+    assert "must not have reserved envs, invalid envs configured: [PET_NODE_RANK]" in reserved.value.body
+    with pytest.raises(client.ApiException) as bad_name:
+        create_trainjob(custom, namespace, trainjob("9lives", "print(1)"))
+    assert bad_name.value.status == 422
+    assert "metadata.name must match RFC 1035 DNS label format" in bad_name.value.body
+
+
+TORCHRUN_ALL_REDUCE = """
+import os
+import torch, torch.distributed as dist
+dist.init_process_group("gloo")
+value = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(value)
+print(f"torchrun rank={dist.get_rank()} world={dist.get_world_size()} sum={value.item():g}", flush=True)
+dist.destroy_process_group()
+"""
+
+
+def test_torchrun_reads_the_pet_environment(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, tmp_path: Path
+) -> None:
+    """Upstream's way: ``torchrun`` with no arguments but the script takes nnodes, node rank and the
+    rendezvous endpoint from PET_*; two nodes of two processes each all-reduce over gloo."""
+    script = tmp_path / "train.py"
+    script.write_text(TORCHRUN_ALL_REDUCE)
+    trainer = {
+        "image": "python:3.11",
+        "command": ["python", "-m", "torch.distributed.run", str(script)],
+        "numNodes": 2,
+        "numProcPerNode": 2,
+    }
+    created = create_trainjob(custom, namespace, trainjob("torchrun", trainer=trainer))
+    watch_trainjob(
+        custom,
+        namespace,
+        "torchrun",
+        is_true("Complete"),
+        since=created["metadata"]["resourceVersion"],
+        timeout=120,
+    )
+    pods = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=torchrun").items
+    logs = "".join(read_log(core, namespace, p.metadata.name) for p in pods)
+    ranks = sorted(
+        int(line.split("rank=")[1].split()[0]) for line in logs.splitlines() if "torchrun rank=" in line
+    )
+    assert ranks == [0, 1, 2, 3]
+    assert logs.count("world=4 sum=10") == 4
+
+
+def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+) -> None:
+    selector = "jobset.sigs.k8s.io/jobset-name=doomed"
+    body = trainjob(
+        "doomed", "import time; print('up', flush=True); time.sleep(120)", trainer={"numNodes": 2}
+    )
+    create_trainjob(custom, namespace, body)
+    wait_for(
+        lambda: core.list_namespaced_pod(namespace, label_selector=selector).items,
+        lambda pods: len(pods) == 2 and all(p.status.phase == "Running" for p in pods),
+        timeout=60,
+        what="both nodes running",
+    )
+
+    custom.delete_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed"
+    )
+
+    wait_for(
+        lambda: (
+            core.list_namespaced_pod(namespace, label_selector=selector).items
+            + batch.list_namespaced_job(namespace, label_selector=selector).items
+            + core.list_namespaced_service(namespace).items
+            + custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets")[
+                "items"
+            ]
+        ),
+        lambda left: not left,
+        timeout=60,
+        what="everything of the TrainJob collected",
+    )
+
+
+def test_runtime_patch_mounts_a_volume_on_every_node(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    pod = {
+        "volumes": [{"name": "scratch", "emptyDir": {}}],
+        "containers": [{"name": "node", "volumeMounts": [{"name": "scratch", "mountPath": "/scratch"}]}],
+    }
+    patch = {
+        "manager": "airflow.apache.org/airflow-k8s-ml",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {
+                    "replicatedJobs": [{"name": "node", "template": {"spec": {"template": {"spec": pod}}}}]
+                }
+            }
+        },
+    }
+    code = "open('/scratch/ok', 'w').write('1'); print('wrote', open('/scratch/ok').read(), flush=True)"
+    created = create_trainjob(
+        custom, namespace, trainjob("patched", code, trainer={"numNodes": 2}, runtimePatches=[patch])
+    )
+    assert created["spec"]["runtimePatches"][0]["time"]
+    watch_trainjob(
+        custom, namespace, "patched", is_true("Complete"), since=created["metadata"]["resourceVersion"]
+    )
+    pods = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=patched").items
+    assert len(pods) == 2
+    for p in pods:
+        assert [v.name for v in p.spec.volumes] == ["scratch"]
+        assert "wrote 1" in read_log(core, namespace, p.metadata.name)

@@ -181,6 +181,7 @@ class Kubelet(Controller):
         uid = pod["metadata"]["uid"]
         if any(w.uid == uid for w in [*self.workers.values(), *self._detached]):
             return
+        self.ips.release(uid)  # an IP handed out early by ``pod_ip_of`` for a pod that never ran
         self.logs.forget_pod(uid)
         self._remove_dir(pod_dir(self.settings.state_dir, pod))
 

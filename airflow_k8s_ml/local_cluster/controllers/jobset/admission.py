@@ -12,8 +12,10 @@ import re
 
 from airflow_k8s_ml.k8s.names import dns1035_label_errors, dns1123_subdomain_errors
 
+from ... import errors
+from ..crd_types import check_fields, check_type
 from ..webhook import FieldError, denial, invalid, plain
-from .api import GROUP, PLURAL, WEBHOOK_NAME, Obj, job_name, pod_hostname, replicas
+from .api import GROUP, KIND, PLURAL, WEBHOOK_NAME, Obj, job_name, pod_hostname, replicas
 
 _RULE_NAME = re.compile(r"^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$")
 _JOB_FAILURE_REASONS = (
@@ -28,6 +30,53 @@ _DNS1035_TOO_LONG = "must be no more than 63 characters"
 _JOB_NAME_TOO_LONG = "JobSet name is too long, job names generated for this JobSet will exceed 63 characters"
 _POD_NAME_TOO_LONG = "JobSet name is too long, pod names generated for this JobSet will exceed 63 characters"
 _SUBDOMAIN_TOO_LONG = "subdomain is too long, must be less than 63 characters"
+
+
+def spec_type_errors(spec: object, base: str = "spec") -> list[FieldError]:
+    """The CRD schema's types for the fields the controller reads (also a runtime's JobSet template)."""
+    problems = check_type(base, spec, "object")
+    if problems or not isinstance(spec, dict):
+        return problems
+    problems += check_fields(
+        spec,
+        base,
+        {
+            "replicatedJobs": "array",
+            "suspend": "boolean",
+            "network": "object",
+            "successPolicy": "object",
+            "failurePolicy": "object",
+            "ttlSecondsAfterFinished": "integer",
+            "managedBy": "string",
+        },
+    )
+    problems += check_fields(
+        spec.get("network"),
+        f"{base}.network",
+        {"enableDNSHostnames": "boolean", "subdomain": "string", "publishNotReadyAddresses": "boolean"},
+    )
+    problems += check_fields(
+        spec.get("successPolicy"),
+        f"{base}.successPolicy",
+        {"operator": "string", "targetReplicatedJobs": "array"},
+    )
+    problems += check_fields(
+        spec.get("failurePolicy"), f"{base}.failurePolicy", {"maxRestarts": "integer", "rules": "array"}
+    )
+    rjobs = spec.get("replicatedJobs")
+    for i, rjob in enumerate(rjobs if isinstance(rjobs, list) else []):
+        path = f"{base}.replicatedJobs[{i}]"
+        problems += check_type(path, rjob, "object")
+        problems += check_fields(
+            rjob, path, {"name": "string", "replicas": "integer", "groupName": "string", "template": "object"}
+        )
+        template = rjob.get("template") if isinstance(rjob, dict) else None
+        problems += check_fields(template, f"{path}.template", {"metadata": "object", "spec": "object"})
+        job_spec = template.get("spec") if isinstance(template, dict) else None
+        problems += check_fields(
+            job_spec, f"{path}.template.spec", {"parallelism": "integer", "completions": "integer"}
+        )
+    return problems
 
 
 def set_defaults(js: Obj) -> None:
@@ -198,6 +247,9 @@ def _update_errors(js: Obj, old: Obj) -> list[FieldError]:
 def admit_jobset(obj: Obj, old: Obj | None) -> Obj:
     js = copy.deepcopy(obj)
     name = (js.get("metadata") or {}).get("name", "")
+    type_problems = spec_type_errors(js.get("spec") if "spec" in js else {})
+    if type_problems:
+        raise errors.invalid(KIND, GROUP, PLURAL, name, type_problems)
     set_defaults(js)
     problems = webhook_errors(js) if old is None else _update_errors(js, old)
     if problems:

@@ -88,6 +88,8 @@ class JobSetController(Controller):
             write_status(self.store, JOBSETS, js, decision.status)
         for type_, reason, message in decision.events:
             self.cluster.events.record(js, type_, reason, message, CONTROLLER_NAME)
+        if decision.expired:
+            delete_if_present(self.store, JOBSETS, namespace, key[1], propagation="Foreground")
 
     def _create_job(self, js: Obj, job: Obj) -> None:
         try:

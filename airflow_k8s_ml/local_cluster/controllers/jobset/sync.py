@@ -11,12 +11,15 @@ import copy
 import re
 from dataclasses import dataclass, field
 
+from ...meta import parse_time
 from .api import (
     ALL_JOBS_COMPLETED,
     COMPLETED,
     FAIL_JOBSET_ACTION,
     FAILED,
     FAILED_JOBS,
+    IN_ORDER_COMPLETED,
+    IN_ORDER_IN_PROGRESS,
     REACHED_MAX_RESTARTS,
     REPLICATED_JOB_NAME_KEY,
     RESTART_IGNORE_MAX_ACTION,
@@ -29,6 +32,8 @@ from .api import (
     RESTARTING_RULE_FORMAT,
     RESTARTS_KEY,
     RESUMED_JOBS,
+    STARTUP_COMPLETED,
+    STARTUP_IN_PROGRESS,
     SUSPENDED,
     SUSPENDED_JOBS,
     Obj,
@@ -49,6 +54,7 @@ class Decision:
     suspend: list[str] = field(default_factory=list)
     resume: list[str] = field(default_factory=list)
     service: bool = False  # the headless Service must exist
+    expired: bool = False  # ttlSecondsAfterFinished ran out: delete the JobSet (Foreground)
     events: list[Event] = field(default_factory=list)
 
 
@@ -126,6 +132,17 @@ def replicated_jobs_status(js: Obj, jobs: ChildJobs) -> list[Obj]:
 def is_finished(js: Obj) -> bool:
     conditions = (js.get("status") or {}).get("conditions") or []
     return any(c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True" for c in conditions)
+
+
+def ttl_expired(js: Obj, now: float) -> bool:
+    """``executeTTLAfterFinishedPolicy``: the terminal condition's transition time plus the TTL has passed."""
+    ttl = (js.get("spec") or {}).get("ttlSecondsAfterFinished")
+    if ttl is None or js["metadata"].get("deletionTimestamp"):
+        return False
+    for c in (js.get("status") or {}).get("conditions") or []:
+        if c.get("type") in (COMPLETED, FAILED) and c.get("status") == "True" and c.get("lastTransitionTime"):
+            return now >= parse_time(c["lastTransitionTime"]) + float(ttl)
+    return False
 
 
 def _failure_condition(job: Obj) -> Obj | None:
@@ -224,6 +241,23 @@ def success_reached(js: Obj, successful: list[Obj]) -> bool:
     return done >= needed
 
 
+def dependencies_reached(js: Obj, rjob_name: str, statuses: list[Obj]) -> bool:
+    """``dependencyReachedStatus``: every ``dependsOn`` entry's replicated job has all its Jobs succeeded
+    (``Complete``) or ready, failed or succeeded (``Ready``)."""
+    rjobs = {r["name"]: r for r in replicated_jobs(js)}
+    by_name = {s["name"]: s for s in statuses}
+    for dep in (rjobs.get(rjob_name) or {}).get("dependsOn") or []:
+        wanted, actual = replicas(rjobs.get(dep.get("name"), {})), by_name.get(dep.get("name"))
+        if actual is None:
+            return False
+        if dep.get("status") == "Complete" and wanted != actual["succeeded"]:
+            return False
+        reached = actual["failed"] + actual["ready"] + actual["succeeded"]
+        if dep.get("status") == "Ready" and wanted != reached:
+            return False
+    return True
+
+
 def _all_ready(js: Obj, statuses: list[Obj]) -> bool:
     total = sum(replicas(r) for r in replicated_jobs(js))
     return total == sum(int(s["ready"]) + int(s["succeeded"]) for s in statuses)
@@ -239,6 +273,7 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
     events = decision.events
     if is_finished(js):
         decision.delete = [j["metadata"]["name"] for j in children.active]
+        decision.expired = ttl_expired(js, now)
         return decision
     decision.delete = [j["metadata"]["name"] for j in children.previous]
     if not suspended(js) and _all_ready(js, status["replicatedJobsStatus"]):
@@ -252,15 +287,66 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
         status["terminalState"] = COMPLETED
         return decision
     decision.service = dns_hostnames_enabled(js)
+    _start_replicated_jobs(js, jobs, children, decision, now)
+    return decision
+
+
+def _in_order(js: Obj) -> bool:
+    return ((js.get("spec") or {}).get("startupPolicy") or {}).get("startupPolicyOrder") == "InOrder"
+
+
+def _all_started(rjob: Obj, statuses: list[Obj]) -> bool:
+    """``allReplicasStarted``: every Job of the replicated job is ready, failed or succeeded."""
+    found = next((s for s in statuses if s["name"] == rjob["name"]), None)
+    return found is not None and replicas(rjob) == found["failed"] + found["ready"] + found["succeeded"]
+
+
+def _start_replicated_jobs(
+    js: Obj, jobs: list[Obj], children: ChildJobs, decision: Decision, now: float
+) -> None:
+    """``reconcileReplicatedJobs`` then ``suspendJobs`` / ``resumeJobsIfNecessary``: missing Jobs are
+    created and suspended ones resumed replicated job by replicated job, each once its ``dependsOn`` is
+    reached; with ``startupPolicyOrder: InOrder`` one replicated job at a time, the next only once every
+    Job of the previous one started (``StartupPolicyInProgress``, then ``StartupPolicyCompleted``)."""
+    status, events = decision.status, decision.events
+    statuses = status["replicatedJobsStatus"]
     existing = {j["metadata"]["name"] for j in jobs}
-    decision.create = [
-        j for j in desired_jobs({**js, "status": status}) if j["metadata"]["name"] not in existing
-    ]
-    if suspended(js):
+    wanted: dict[str, list[Obj]] = {}
+    for job in desired_jobs({**js, "status": status}):
+        wanted.setdefault(_rjob_of(job), []).append(job)
+    in_order, held = _in_order(js), suspended(js)
+    for rjob in replicated_jobs(js):
+        if not dependencies_reached(js, rjob["name"], statuses):
+            continue
+        if not held and in_order and _all_started(rjob, statuses):
+            continue
+        decision.create += [j for j in wanted.get(rjob["name"], []) if j["metadata"]["name"] not in existing]
+        if not held and in_order:
+            set_condition(status, STARTUP_IN_PROGRESS, "True", IN_ORDER_IN_PROGRESS, now, events)
+            break
+    else:
+        if not held and in_order:
+            set_condition(status, STARTUP_COMPLETED, "True", IN_ORDER_COMPLETED, now, events)
+    if held:
         decision.suspend = [j["metadata"]["name"] for j in children.active if not _job_suspended(j)]
         set_condition(status, SUSPENDED, "True", SUSPENDED_JOBS, now, events)
         restarting_false(status, RESTARTING_JOBSET_SUSPENDED, now, events)
-    else:
-        decision.resume = [j["metadata"]["name"] for j in children.active if _job_suspended(j)]
-        set_condition(status, SUSPENDED, "False", RESUMED_JOBS, now, events)
-    return decision
+        return
+    for rjob in replicated_jobs(js):
+        if not dependencies_reached(js, rjob["name"], statuses):
+            continue
+        if in_order and _all_started(rjob, statuses):
+            continue
+        decision.resume += [
+            j["metadata"]["name"]
+            for j in children.active
+            if _job_suspended(j) and _rjob_of(j) == rjob["name"]
+        ]
+        if in_order:
+            set_condition(status, STARTUP_IN_PROGRESS, "True", IN_ORDER_IN_PROGRESS, now, events)
+            return
+    set_condition(status, SUSPENDED, "False", RESUMED_JOBS, now, events)
+
+
+def _rjob_of(job: Obj) -> str:
+    return str((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY, ""))

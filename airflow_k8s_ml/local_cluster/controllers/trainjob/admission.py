@@ -12,9 +12,12 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from airflow_k8s_ml.k8s.names import is_dns1035_label
+from airflow_k8s_ml.k8s.names import dns1123_subdomain_errors, is_dns1035_label
 
 from ... import errors
+from ...meta import rfc3339
+from ..crd_types import check_fields, check_type
+from ..jobset.admission import spec_type_errors
 from ..webhook import FieldError, denial, invalid, plain
 from .api import (
     ANCESTOR_LABEL,
@@ -36,9 +39,11 @@ from .api import (
     Obj,
     registry_key,
     supported,
+    suspended,
 )
 
 RuntimeLookup = Callable[[str, str, str], Obj | None]  # (kind, namespace, name) -> runtime or None
+Clock = Callable[[], float]
 _IMMUTABLE = (
     ("runtimeRef", "object"),
     ("initializer", "object"),
@@ -58,6 +63,19 @@ def _go_json(value: Any) -> str:
 
 
 # -- TrainJob: CRD defaults and CEL rules ---------------------------------------------------------------
+def stamp_runtime_patches(tj: Obj, old: Obj | None, now: float) -> None:
+    """The mutating webhook (``defaulter.trainjob.trainer.kubeflow.org``): a runtime patch gets ``time`` when
+    it is new or changed; an unchanged one keeps its old time."""
+    before = {p.get("manager"): p for p in ((old or {}).get("spec") or {}).get("runtimePatches") or []}
+    for patch in (tj.get("spec") or {}).get("runtimePatches") or []:
+        previous = before.get(patch.get("manager"))
+        if previous is not None:
+            same = {**previous, "time": None} == {**patch, "time": None}
+            patch["time"] = previous.get("time") if same else rfc3339(now)
+        elif patch.get("time") is None:
+            patch["time"] = rfc3339(now)
+
+
 def set_defaults(tj: Obj) -> None:
     spec = tj.setdefault("spec", {})
     ref = spec.setdefault("runtimeRef", {})
@@ -65,6 +83,51 @@ def set_defaults(tj: Obj) -> None:
     ref.setdefault("kind", CLUSTER_TRAINING_RUNTIME)
     spec.setdefault("suspend", False)
     spec.setdefault("managedBy", MANAGER)
+
+
+def type_errors(tj: Obj) -> list[FieldError]:
+    """The CRD schema's types for the fields the controller reads."""
+    spec = tj.get("spec", {})
+    problems = check_type("spec", spec, "object")
+    if problems:
+        return problems
+    problems += check_fields(
+        spec,
+        "spec",
+        {
+            "runtimeRef": "object",
+            "trainer": "object",
+            "initializer": "object",
+            "suspend": "boolean",
+            "activeDeadlineSeconds": "integer",
+            "managedBy": "string",
+            "runtimePatches": "array",
+        },
+    )
+    problems += check_fields(
+        spec.get("runtimeRef"), "spec.runtimeRef", {"name": "string", "apiGroup": "string", "kind": "string"}
+    )
+    problems += check_fields(
+        spec.get("trainer"),
+        "spec.trainer",
+        {
+            "image": "string",
+            "command": "array",
+            "args": "array",
+            "env": "array",
+            "numNodes": "integer",
+            "numProcPerNode": "integer",
+            "resourcesPerNode": "object",
+        },
+    )
+    initializer = spec.get("initializer")
+    for key in ("dataset", "model"):
+        step = initializer.get(key) if isinstance(initializer, dict) else None
+        problems += check_type(f"spec.initializer.{key}", step, "object")
+        problems += check_fields(
+            step, f"spec.initializer.{key}", {"storageUri": "string", "env": "array", "secretRef": "object"}
+        )
+    return problems
 
 
 def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
@@ -183,6 +246,73 @@ def _initializer_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     return problems
 
 
+def _manager_errors(manager: str) -> list[FieldError]:
+    """``IsDomainPrefixedPath`` of a runtime patch's manager."""
+    path = "spec.runtimePatches.manager"
+    if not manager:
+        return [(path, "FieldValueRequired", "Required value")]
+    host, sep, rest = manager.partition("/")
+    if not sep or not rest:
+        return [invalid(path, f'"{manager}"', 'must be a domain-prefixed path (such as "acme.io/foo")')]
+    return [invalid(path, f'"{host}"', m) for m in dns1123_subdomain_errors(host)]
+
+
+_PATCH_PATH = "spec.runtimePatches"
+_ENV_OWNED = (
+    DATASET_INITIALIZER,
+    MODEL_INITIALIZER,
+    NODE,
+)  # their env comes from the Trainer/Initializer APIs
+
+
+def _pod_patch_errors(job: str, pod: Obj, known: set[str], value: str) -> list[FieldError]:
+    problems: list[FieldError] = []
+    for field, what in (("initContainers", "initContainer"), ("containers", "container")):
+        for c in pod.get(field) or []:
+            if c.get("name") not in known:
+                detail = f"must not have {what} that doesn't exist in the runtime job {job}"
+                problems.append(invalid(_PATCH_PATH, value, detail))
+            elif field == "containers" and c.get("env") and c.get("name") in _ENV_OWNED:
+                detail = f"must not have envs for the {', '.join(_ENV_OWNED)} containers"
+                problems.append(invalid(_PATCH_PATH, value, detail))
+    return problems
+
+
+def _patch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
+    """The jobset plugin's checks of ``runtimePatches``: a domain-prefixed manager, replicated jobs and
+    containers that exist in the runtime, and no env for the node and initializer containers."""
+    patches = (tj.get("spec") or {}).get("runtimePatches") or []
+    value = _go_json(patches)
+    containers = _job_containers(runtime)
+    problems: list[FieldError] = []
+    for patch in patches:
+        problems += _manager_errors(str(patch.get("manager") or ""))
+        spec = (((patch.get("trainingRuntimeSpec") or {}).get("template")) or {}).get("spec") or {}
+        for rjob in spec.get("replicatedJobs") or []:
+            name = str(rjob.get("name"))
+            if name not in containers:
+                detail = "must not have replicated job that doesn't exist in the runtime job template"
+                problems.append(invalid(_PATCH_PATH, value, detail))
+                continue
+            pod = ((((rjob.get("template") or {}).get("spec") or {}).get("template")) or {}).get("spec") or {}
+            problems += _pod_patch_errors(name, pod, containers[name], value)
+    return problems
+
+
+def _patches_changed_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
+    """``checkRuntimePatchesImmutability``: patches change only while the TrainJob is (or becomes)
+    suspended."""
+    if old is None:
+        return []
+    strip = lambda ps: [{**p, "time": None} for p in ps or []]  # noqa: E731 - the webhook's own stamp aside
+    before = strip((old.get("spec") or {}).get("runtimePatches"))
+    after = strip((tj.get("spec") or {}).get("runtimePatches"))
+    if before == after or suspended(old) or suspended(tj):
+        return []
+    detail = "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
+    return [(_PATCH_PATH, "FieldValueForbidden", f"Forbidden: {detail}")]
+
+
 def _torch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     """The torch plugin's ``Validate``: the PET_* variables are the plugin's to set."""
     if ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("torch") is None:
@@ -220,18 +350,22 @@ def webhook_errors(tj: Obj, lookup: RuntimeLookup) -> list[FieldError]:
                 "TrainJob is created",
             )
         ]
-    return _initializer_errors(tj, runtime) + _torch_errors(tj, runtime)
+    return _initializer_errors(tj, runtime) + _patch_errors(tj, runtime) + _torch_errors(tj, runtime)
 
 
-def trainjob_admission(lookup: RuntimeLookup) -> Callable[[Obj, Obj | None], Obj]:
+def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Obj | None], Obj]:
     def admit(obj: Obj, old: Obj | None) -> Obj:
         tj = copy.deepcopy(obj)
         name = (tj.get("metadata") or {}).get("name", "")
+        typed = type_errors(tj)
+        if typed:
+            raise errors.invalid(KIND, GROUP, "trainjobs", name, typed)
         set_defaults(tj)
+        stamp_runtime_patches(tj, old, clock())
         problems = crd_errors(tj, old)
         if problems:
             raise errors.invalid(KIND, GROUP, "trainjobs", name, problems)
-        denied = webhook_errors(tj, lookup)
+        denied = webhook_errors(tj, lookup) + _patches_changed_errors(tj, old)
         if denied:
             raise denial(WEBHOOK_TRAINJOB, GROUP, "trainjobs", name, denied)
         return tj
@@ -275,11 +409,24 @@ def runtime_admission(kind: str) -> Callable[[Obj, Obj | None], Obj]:
     plural = kind.lower() + "s"
 
     def admit(obj: Obj, old: Obj | None) -> Obj:
+        name = (obj.get("metadata") or {}).get("name", "")
+        spec = obj.get("spec", {})
+        typed = check_type("spec", spec, "object")
+        if not typed:
+            typed = check_fields(spec, "spec", {"mlPolicy": "object", "template": "object"})
+            typed += check_fields(
+                spec.get("mlPolicy"), "spec.mlPolicy", {"numNodes": "integer", "torch": "object"}
+            )
+            template = spec.get("template")
+            if isinstance(template, dict) and "spec" in template:
+                typed += spec_type_errors(template["spec"], "spec.template.spec")
+        if typed:
+            raise errors.invalid(kind, GROUP, plural, name, typed)
         if old is not None:  # ValidateUpdate accepts everything
             return obj
         problems = runtime_errors(obj)
         if problems:
-            raise denial(webhook, GROUP, plural, (obj.get("metadata") or {}).get("name", ""), problems)
+            raise denial(webhook, GROUP, plural, name, problems)
         return obj
 
     return admit

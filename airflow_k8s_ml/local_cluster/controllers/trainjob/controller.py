@@ -60,7 +60,9 @@ class TrainJobController(Controller):
     name = CONTROLLER_NAME
 
     def attach(self) -> None:
-        self.cluster.register_admission(TRAINJOBS, trainjob_admission(self.find_runtime))
+        self.cluster.register_admission(
+            TRAINJOBS, trainjob_admission(self.find_runtime, self.settings.clock.now)
+        )
         self.cluster.register_admission(TRAINING_RUNTIMES, runtime_admission(TRAINING_RUNTIME))
         self.cluster.register_admission(
             CLUSTER_TRAINING_RUNTIMES, runtime_admission(CLUSTER_TRAINING_RUNTIME)

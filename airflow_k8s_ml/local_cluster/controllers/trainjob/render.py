@@ -14,6 +14,7 @@ import math
 from airflow_k8s_ml.k8s import quantities
 
 from ...meta import owner_reference
+from ...patch import strategic_merge_patch
 from .api import (
     ANCESTOR_LABEL,
     ANCESTOR_TRAINER,
@@ -183,10 +184,32 @@ def _apply_initializer(rjob: Obj, tj: Obj, step: str) -> None:
             )
 
 
+def apply_runtime_patches(tj: Obj, template: Obj) -> Obj:
+    """``mergeRuntimePatches`` and the propagated metadata of ``newRuntimeInfo``: each patch's JobSet spec is
+    strategically merged into the template's in order (replicated jobs keep the runtime's order), and its
+    template labels and annotations are added to the JobSet's."""
+    merged = copy.deepcopy(template)
+    spec: Obj = merged.setdefault("spec", {})
+    order = {r.get("name"): i for i, r in enumerate(spec.get("replicatedJobs") or [])}
+    meta: Obj = merged.setdefault("metadata", {})
+    for patch in (tj.get("spec") or {}).get("runtimePatches") or []:
+        patched = ((patch.get("trainingRuntimeSpec") or {}).get("template")) or {}
+        for key in ("labels", "annotations"):
+            if (patched.get("metadata") or {}).get(key):
+                meta[key] = {**(meta.get(key) or {}), **patched["metadata"][key]}
+        if patched.get("spec") is not None:
+            spec = strategic_merge_patch(spec, patched["spec"], "JobSetSpec")
+    spec["replicatedJobs"] = sorted(
+        spec.get("replicatedJobs") or [], key=lambda r: order.get(r.get("name"), len(order))
+    )
+    merged["spec"] = spec
+    return merged
+
+
 def render_jobset(tj: Obj, runtime: Obj) -> Obj:
     """The JobSet for ``tj`` from ``runtime`` (a TrainingRuntime or ClusterTrainingRuntime)."""
     rspec = runtime.get("spec") or {}
-    template = copy.deepcopy(rspec.get("template") or {})
+    template = apply_runtime_patches(tj, rspec.get("template") or {})
     tmeta = template.get("metadata") or {}
     spec: Obj = template.get("spec") or {}
     ml_policy = rspec.get("mlPolicy")
