@@ -90,6 +90,17 @@ def test_two_nodes_succeed_and_every_line_carries_its_node(
     assert job["metadata"]["labels"]["airflow-k8s-ml/task-id"] == "ddp"
     log = task_log(capsys)
     assert "[node-0] rank 0 of 2" in log and "[node-1] rank 1 of 2" in log
+    # our runtime patch reached the nodes: run labels and the restrictive security defaults
+    name = job["metadata"]["name"]
+    node_pods = core.list_namespaced_pod(
+        namespace, label_selector=f"jobset.sigs.k8s.io/jobset-name={name}"
+    ).items
+    assert len(node_pods) == 2
+    for pod in node_pods:
+        assert pod.metadata.labels["airflow-k8s-ml/task-id"] == "ddp"
+        assert pod.spec.security_context.run_as_non_root is True
+        [container] = pod.spec.containers
+        assert container.name == "node" and container.security_context.allow_privilege_escalation is False
 
 
 FAIL_ON_NODE_1 = (
