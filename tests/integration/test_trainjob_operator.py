@@ -4,7 +4,8 @@ the task's whole life (execute -> defer -> trigger -> execute_complete) with the
 Covers: two nodes succeed, every line relayed with its node's prefix; a failing node fails the task naming
 the node and its last line; the Kubernetes-side ``activeDeadlineSeconds``; the Airflow-side run deadline and
 the admission deadline of a suspended TrainJob (TrainJob deleted, no pods left); a worker crash mid-wait
-(the retry adopts: exactly one TrainJob); kill while deferred deletes it.
+(the retry adopts: exactly one TrainJob); kill while deferred deletes it; the shipped entrypoint's DDP from
+the PET_* env; a raw TrainJob manifest; the sensor on a TrainJob created elsewhere.
 """
 
 from __future__ import annotations
@@ -251,3 +252,43 @@ def test_finetune_runs_ddp_from_the_pet_env_of_two_nodes(
     assert "[node-1] finetune start world_size=2 rank=1 " in log
     assert "[node-0] checkpoint step=1" in log and "[node-1] checkpoint step=" not in log
     assert sorted(p.name for p in (tmp_path / "ckpt").iterdir()) == ["step-1"]
+
+
+def test_a_raw_trainjob_manifest_runs_with_the_injected_env(
+    custom: Any, namespace: str, tmp_path: Path, capsys: Any
+) -> None:
+    manifest = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "whatever", "labels": {"team": "ml"}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {
+                "image": "python:3.11",
+                "command": py("import os, sys; print('ckpt', os.environ['CHECKPOINT_URI'], sys.argv[1:])"),
+                "args": ["{{ resume_from }}"],
+                "numNodes": 2,
+            },
+        },
+    }
+    op = TrainJobOperator(
+        task_id="raw", namespace=namespace, manifest=manifest, checkpoint_uri=f"file://{tmp_path}"
+    )
+    result = run_task(op, make_context("raw"))
+    [job] = trainjobs(custom, namespace)
+    assert result["uid"] == job["metadata"]["uid"] and job["metadata"]["name"].startswith("training-raw-")
+    assert job["metadata"]["labels"]["team"] == "ml"
+    log = task_log(capsys)
+    assert f"[node-0] ckpt file://{tmp_path} ['']" in log and f"[node-1] ckpt file://{tmp_path} ['']" in log
+
+
+def test_the_sensor_waits_for_a_trainjob_it_did_not_create(custom: Any, namespace: str) -> None:
+    from airflow_k8s_ml.sensors import TrainingJobSensor
+
+    launched = execute_until_deferred(nodes("elsewhere", namespace, RANKS), make_context("elsewhere"))
+    sensor = TrainingJobSensor(
+        task_id="wait", name=launched.trigger.name, namespace=namespace, kind="TrainJob"
+    )
+    result = run_task(sensor, make_context("wait"))
+    assert result["kind"] == "TrainJob" and result["state"]["reason"] == "AllJobsCompleted"
+    assert [j["metadata"]["uid"] for j in trainjobs(custom, namespace)] == [result["uid"]]
