@@ -37,6 +37,7 @@ from airflow_k8s_ml.manifests.formats import (
 from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.pod_fields import pod_spec_keys
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
+from airflow_k8s_ml.manifests.quantities import validate_resources
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
 from airflow_k8s_ml.manifests.trainjob_rules import check_trainjob_fields, check_trainjob_pod
@@ -311,16 +312,7 @@ def _check_trainjob_spec(spec: Mapping[str, Any]) -> None:
     resources = trainer.get("resourcesPerNode") or {}
     if not isinstance(resources, Mapping):
         raise fail("spec.trainer.resourcesPerNode", f"must be a mapping, got {type(resources).__name__}")
-    pod: dict[str, Any] = {
-        "requests": _literal_map(resources.get("requests") or {}),
-        "limits": _literal_map(resources.get("limits") or {}),
-    }
-    if trainer.get("image") is not None:
-        pod["image"] = trainer["image"]
-    else:
-        pod["image"] = "runtime-image"  # the runtime's image is used; nothing to judge
     env = [item for item in trainer.get("env") or [] if isinstance(item, Mapping)]
-    names = {str(item.get("name")): "" for item in env}
     with renamed_fields(
         {
             "image": "spec.trainer.image",
@@ -329,8 +321,12 @@ def _check_trainjob_spec(spec: Mapping[str, Any]) -> None:
             "env": "spec.trainer.env",
         }
     ):
-        check_pod_fields(pod)
-        check_trainjob_pod({"env": names})
+        validate_resources(
+            _literal_map(resources.get("requests") or {}), _literal_map(resources.get("limits") or {})
+        )
+        if trainer.get("image") is not None:  # without one, the runtime's image runs
+            check_pod_fields({"image": trainer["image"]})
+        check_trainjob_pod({"env": {str(item.get("name")): "" for item in env}})
 
 
 def _check_kind_rules(obj: dict[str, Any]) -> None:

@@ -64,8 +64,8 @@ _POD_PATCH_KEYS = frozenset(
         "terminationGracePeriodSeconds",
     }
 )
-#: Container keys ``spec.trainer`` takes, and those ``runtimePatches`` (``ContainerPatch``) takes.
-_TRAINER_KEYS = {"image": "image", "command": "command", "args": "args", "env": "env"}
+#: Container keys ``spec.trainer`` takes (same names), and those a ``runtimePatches`` ContainerPatch takes.
+_TRAINER_KEYS = frozenset({"image", "command", "args", "env"})
 _CONTAINER_PATCH_KEYS = frozenset({"volumeMounts", "securityContext"})
 
 
@@ -126,7 +126,7 @@ def _split_pod(template: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, A
         if key == "name":
             continue
         if key in _TRAINER_KEYS:
-            trainer[_TRAINER_KEYS[key]] = value
+            trainer[key] = value
         elif key == "resources":
             trainer["resourcesPerNode"] = value
         elif key in _CONTAINER_PATCH_KEYS:

@@ -24,7 +24,7 @@ from airflow_k8s_ml.manifests.trainjob_rules import (
 from airflow_k8s_ml.operators._args import argument_names
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
-from airflow_k8s_ml.operators.training import _rendered_int, check_pod, pod_arguments, pod_template
+from airflow_k8s_ml.operators.training import check_pod, pod_arguments, pod_template, rendered_int
 
 __all__ = ["TRAINJOB", "TrainJobArguments", "TrainJobOperator"]
 
@@ -58,7 +58,7 @@ def _trainjob_arguments(args: WorkloadArgs[TrainJobArguments]) -> dict[str, Any]
     return {
         "runtime": own.runtime,
         "runtime_kind": own.runtime_kind,
-        "num_nodes": _rendered_int(own.num_nodes, "num_nodes"),
+        "num_nodes": rendered_int(own.num_nodes, "num_nodes"),
         "num_proc_per_node": own.num_proc_per_node,
         "dataset_initializer": own.dataset_initializer,
         "model_initializer": own.model_initializer,

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from airflow_k8s_ml.status._conditions import count, find, is_true, status_of
-from airflow_k8s_ml.status.state import FAILED, PENDING, RUNNING, SUCCEEDED, WorkloadState
+from airflow_k8s_ml.status.state import FAILED, PENDING, RUNNING, SUCCEEDED, Phase, WorkloadState
 
 __all__ = ["SUSPENDED_MESSAGE", "SUSPENDED_REASON", "classify_trainjob"]
 
@@ -49,7 +49,7 @@ def _details(job: Mapping[str, Any], condition: Mapping[str, Any] | None) -> dic
     return details
 
 
-def _state(phase: Any, condition: Mapping[str, Any], job: Mapping[str, Any], default: str) -> WorkloadState:
+def _state(phase: Phase, condition: Mapping[str, Any], job: Mapping[str, Any], default: str) -> WorkloadState:
     reason = str(condition.get("reason") or default)
     return WorkloadState(phase, reason, str(condition.get("message") or ""), _details(job, condition))
 
