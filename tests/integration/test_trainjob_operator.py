@@ -25,6 +25,7 @@ from kubernetes import client
 from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
 from airflow_k8s_ml.operators import TrainJobOperator
 from airflow_k8s_ml.operators._adopt import STATE_KEY
+from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION
 from tests.cluster_fixtures import wait_for
 
 from .test_trainjob_cluster import fail_fast_runtime
@@ -91,6 +92,7 @@ def test_two_nodes_succeed_and_every_line_carries_its_node(
     assert job["metadata"]["labels"]["airflow-k8s-ml/task-id"] == "ddp"
     log = task_log(capsys)
     assert "[node-0] rank 0 of 2" in log and "[node-1] rank 1 of 2" in log
+    assert CURSOR_ANNOTATION in job["metadata"]["annotations"]  # the relay's cursor persisted on the TrainJob
     # our runtime patch reached the nodes: run labels and the restrictive security defaults
     name = job["metadata"]["name"]
     node_pods = core.list_namespaced_pod(
