@@ -4,6 +4,7 @@ really train together (gloo all-reduce across two nodes), and its failure paths.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -326,11 +327,9 @@ def test_torchrun_reads_the_pet_environment(
     )
     pods = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=torchrun").items
     logs = "".join(read_log(core, namespace, p.metadata.name) for p in pods)
-    ranks = sorted(
-        int(line.split("rank=")[1].split()[0]) for line in logs.splitlines() if "torchrun rank=" in line
-    )
-    assert ranks == [0, 1, 2, 3]
-    assert logs.count("world=4 sum=10") == 4
+    # Two processes share a node's stdout, so their lines may interleave: match anywhere, not per line.
+    ranks = sorted(int(rank) for rank in re.findall(r"torchrun rank=(\d+) world=4 sum=10", logs))
+    assert ranks == [0, 1, 2, 3], logs
 
 
 def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
@@ -397,3 +396,45 @@ def test_runtime_patch_mounts_a_volume_on_every_node(
     for p in pods:
         assert [v.name for v in p.spec.volumes] == ["scratch"]
         assert "wrote 1" in read_log(core, namespace, p.metadata.name)
+
+
+def test_the_runtime_snapshot_keeps_a_started_trainjob_independent_of_its_runtime(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    custom.create_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainingruntimes", fail_fast_runtime("short-lived")
+    )
+    body = trainjob(
+        "kept",
+        "print('from the snapshot', flush=True)",
+        runtime={"name": "short-lived", "kind": "TrainingRuntime"},
+    )
+    body["spec"]["suspend"] = True
+    create_trainjob(custom, namespace, body)
+    snapshot = wait_for(
+        lambda: (
+            core.list_namespaced_config_map(
+                namespace, field_selector="metadata.name=kept-runtime-snapshot"
+            ).items
+        ),
+        what="runtime snapshot ConfigMap",
+    )[0]
+    assert snapshot.metadata.owner_references[0].kind == "TrainJob"
+    assert "name: short-lived" in snapshot.data["runtime"]
+
+    edited = fail_fast_runtime("short-lived")["spec"]
+    edited["template"]["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] = 5
+    custom.patch_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainingruntimes", "short-lived", {"spec": edited}
+    )
+    custom.delete_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets", "kept")
+    resumed = custom.patch_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "kept", {"spec": {"suspend": False}}
+    )
+    watch_trainjob(
+        custom, namespace, "kept", is_true("Complete"), since=resumed["metadata"]["resourceVersion"]
+    )
+    jobset = get_jobset(custom, namespace, "kept")
+    assert (
+        jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] == 0
+    )  # the deleted runtime's

@@ -116,3 +116,36 @@ def test_managed_by_another_controller_is_left_alone() -> None:
         }
     }
     assert supported(ref) and registry_key(ref) == "ClusterTrainingRuntime.trainer.kubeflow.org"
+
+
+def test_runtime_snapshot_round_trip_and_checks() -> None:
+    import pytest
+
+    from airflow_k8s_ml.local_cluster.controllers.trainjob.runtimes import torch_distributed
+    from airflow_k8s_ml.local_cluster.controllers.trainjob.snapshot import (
+        runtime_from_snapshot,
+        snapshot_configmap,
+    )
+
+    tj = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "namespace": "ns", "uid": "u1"},
+        "spec": {
+            "runtimeRef": {
+                "name": "torch-distributed",
+                "apiGroup": "trainer.kubeflow.org",
+                "kind": "ClusterTrainingRuntime",
+            }
+        },
+    }
+    cm = snapshot_configmap(tj, torch_distributed())
+    assert cm["metadata"]["name"] == "tj-runtime-snapshot"
+    assert cm["metadata"]["ownerReferences"][0]["uid"] == "u1"
+    assert runtime_from_snapshot(tj, cm) == torch_distributed()
+    other = {**tj, "spec": {"runtimeRef": {**tj["spec"]["runtimeRef"], "name": "other"}}}
+    with pytest.raises(ValueError, match="the snapshot refers to the wrong runtime"):
+        runtime_from_snapshot(other, cm)
+    stranger = {**tj, "metadata": {**tj["metadata"], "uid": "u2"}}
+    with pytest.raises(ValueError, match="owned by another object"):
+        runtime_from_snapshot(stranger, cm)

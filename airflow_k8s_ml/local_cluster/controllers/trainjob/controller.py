@@ -43,6 +43,7 @@ from .api import (
 )
 from .render import render_jobset
 from .runtimes import default_runtimes
+from .snapshot import runtime_from_snapshot, snapshot_configmap, snapshot_name
 
 if TYPE_CHECKING:
     pass
@@ -54,6 +55,7 @@ TRAINJOBS = served(GROUP, VERSION, "trainjobs")
 TRAINING_RUNTIMES = served(GROUP, VERSION, "trainingruntimes")
 CLUSTER_TRAINING_RUNTIMES = served(GROUP, VERSION, "clustertrainingruntimes")
 JOBSETS = served("jobset.x-k8s.io", "v1alpha2", "jobsets")
+CONFIGMAPS = served("", "v1", "configmaps")
 
 
 class TrainJobController(Controller):
@@ -126,37 +128,54 @@ class TrainJobController(Controller):
             write_status(self.store, TRAINJOBS, tj, status)
 
     def _reconcile_jobset(self, tj: Obj) -> None:
+        """``reconcileObjects``: the runtime (its snapshot, taken now if missing), then the JobSet."""
         namespace, name = tj["metadata"]["namespace"], tj["metadata"]["name"]
+        runtime = self._runtime_for(tj)
+        if runtime is None:
+            return
         existing = self.store.find(JOBSETS, namespace, name)
         if existing is not None:
-            wanted = suspended(tj)
-            if (wanted or (existing.get("spec") or {}).get("suspend") is True) and (
-                (existing.get("spec") or {}).get("suspend") is True
-            ) != wanted:
+            wanted, current = suspended(tj), (existing.get("spec") or {}).get("suspend") is True
+            if (wanted or current) and current != wanted:
                 self.store.mutate(
                     JOBSETS, namespace, name, lambda js: js["spec"].__setitem__("suspend", wanted)
                 )
-            return
-        ref = runtime_ref(tj)
-        runtime = self.find_runtime(str(ref.get("kind")), namespace, str(ref.get("name", "")))
-        if runtime is None:
-            plural = (
-                "clustertrainingruntimes"
-                if ref.get("kind") == CLUSTER_TRAINING_RUNTIME
-                else "trainingruntimes"
-            )
-            what = (
-                "not found ClusterTrainingRuntime specified in TrainJob"
-                if ref.get("kind") == CLUSTER_TRAINING_RUNTIME
-                else "TrainingRuntime specified in TrainJob is not found"
-            )
-            self._event(tj, f'{what}: {plural}.{GROUP} "{ref.get("name", "")}" not found')
             return
         try:
             self.store.create(JOBSETS, self.cluster.admit(JOBSETS, render_jobset(tj, runtime), None))
         except errors.StatusError as exc:
             if exc.code != 409:
                 self._event(tj, exc.message)
+
+    def _runtime_for(self, tj: Obj) -> Obj | None:
+        namespace = tj["metadata"]["namespace"]
+        kept = self.store.find(CONFIGMAPS, namespace, snapshot_name(tj))
+        if kept is not None:
+            try:
+                return runtime_from_snapshot(tj, kept)
+            except ValueError as exc:
+                self._event(tj, f"unable to get runtime snapshot: {exc}")
+                return None
+        ref = runtime_ref(tj)
+        runtime = self.find_runtime(str(ref.get("kind")), namespace, str(ref.get("name", "")))
+        if runtime is None:
+            cluster = ref.get("kind") == CLUSTER_TRAINING_RUNTIME
+            plural = "clustertrainingruntimes" if cluster else "trainingruntimes"
+            what = (
+                "not found ClusterTrainingRuntime specified in TrainJob"
+                if cluster
+                else "TrainingRuntime specified in TrainJob is not found"
+            )
+            self._event(tj, f'{what}: {plural}.{GROUP} "{ref.get("name", "")}" not found')
+            return None
+        try:
+            self.store.create(
+                CONFIGMAPS, self.cluster.admit(CONFIGMAPS, snapshot_configmap(tj, runtime), None)
+            )
+        except errors.StatusError as exc:
+            self._event(tj, f"creating runtime snapshot: applying runtime snapshot ConfigMap: {exc.message}")
+            return None
+        return runtime
 
     def _event(self, tj: Obj, error: str) -> None:
         message = f"TrainJob resources reconciliation failed: {error[:950]}"
