@@ -222,8 +222,26 @@ def test_suspended_trainjob_runs_nothing_until_resumed(
     assert job.spec.suspend is True
     assert core.list_namespaced_pod(namespace).items == []
 
+    # Resumed as Kueue does it: suspend lifted and a runtime patch added in one request.
+    pod = {
+        "metadata": {"labels": {"admitted-by": "queue"}},
+        "spec": {"nodeSelector": {"kubernetes.io/os": "linux"}},
+    }
+    patch = {
+        "manager": "kueue.x-k8s.io/manager",
+        "trainingRuntimeSpec": {
+            "template": {
+                "spec": {"replicatedJobs": [{"name": "node", "template": {"spec": {"template": pod}}}]}
+            }
+        },
+    }
     resumed = custom.patch_namespaced_custom_object(
-        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "later", {"spec": {"suspend": False}}
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        namespace,
+        "trainjobs",
+        "later",
+        {"spec": {"suspend": False, "runtimePatches": [patch]}},
     )
     versions = watch_trainjob(
         custom, namespace, "later", is_true("Complete"), since=resumed["metadata"]["resourceVersion"]
@@ -236,6 +254,9 @@ def test_suspended_trainjob_runs_nothing_until_resumed(
         "TrainJob is resumed",
     )
     assert condition(get_jobset(custom, namespace, "later"), "Suspended")["reason"] == "ResumeJobs"  # type: ignore[index]
+    ran = core.list_namespaced_pod(namespace, label_selector="jobset.sigs.k8s.io/jobset-name=later").items
+    assert [p.metadata.labels["admitted-by"] for p in ran] == ["queue"]
+    assert ran[0].spec.node_selector == {"kubernetes.io/os": "linux"}
 
 
 def test_default_runtime_is_installed_once_and_kept_across_restarts(tmp_path: Path) -> None:

@@ -301,3 +301,22 @@ def test_in_order_startup_starts_one_replicated_job_at_a_time() -> None:
     types = {c["type"]: c["status"] for c in done.status["conditions"]}
     assert types["StartupPolicyCompleted"] == "True"
     assert types["StartupPolicyInProgress"] == "False"  # the pair exclude each other
+
+
+def test_resume_brings_scheduling_changes_to_the_job() -> None:
+    from airflow_k8s_ml.local_cluster.controllers.jobset.jobs import resumed_pod_template
+
+    js = jobset(("node", 1))
+    rjob = js["spec"]["replicatedJobs"][0]
+    pod = rjob["template"]["spec"]["template"]
+    pod["metadata"] = {"labels": {"queue": "a"}}
+    pod["spec"]["nodeSelector"] = {"zone": "z1"}
+    pod["spec"]["tolerations"] = [{"key": "gpu", "operator": "Exists"}]
+    job_template = {
+        "metadata": {"labels": {"job-name": "x"}},
+        "spec": {"tolerations": [{"key": "gpu", "operator": "Exists"}]},
+    }
+    merged = resumed_pod_template(job_template, rjob)
+    assert merged["metadata"]["labels"] == {"job-name": "x", "queue": "a"}
+    assert merged["spec"]["nodeSelector"] == {"zone": "z1"}
+    assert merged["spec"]["tolerations"] == [{"key": "gpu", "operator": "Exists"}]

@@ -27,11 +27,12 @@ from .api import (
     JOB_CREATION_FAILED,
     KIND,
     PLURAL,
+    REPLICATED_JOB_NAME_KEY,
     VERSION,
     managed_here,
     subdomain,
 )
-from .jobs import headless_service
+from .jobs import headless_service, resumed_pod_template
 from .sync import decide
 
 if TYPE_CHECKING:
@@ -83,7 +84,7 @@ class JobSetController(Controller):
         for name in decision.suspend:
             self._set_suspend(namespace, name, True)
         for name in decision.resume:
-            self._set_suspend(namespace, name, False)
+            self._resume(js, namespace, name)
         if decision.status != (js.get("status") or {}):
             write_status(self.store, JOBSETS, js, decision.status)
         for type_, reason, message in decision.events:
@@ -114,6 +115,18 @@ class JobSetController(Controller):
                 self.cluster.events.record(
                     js, "Warning", HEADLESS_SERVICE_CREATION_FAILED, exc.message, CONTROLLER_NAME
                 )
+
+    def _resume(self, js: Obj, namespace: str, name: str) -> None:
+        rjobs = {r.get("name"): r for r in (js.get("spec") or {}).get("replicatedJobs") or []}
+
+        def put(job: Obj) -> None:
+            rjob = rjobs.get((job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY))
+            spec = job.setdefault("spec", {})
+            if rjob is not None:
+                spec["template"] = resumed_pod_template(spec.get("template") or {}, rjob)
+            spec["suspend"] = False
+
+        self.store.mutate(JOBS, namespace, name, put)
 
     def _set_suspend(self, namespace: str, name: str, value: bool) -> None:
         def put(job: Obj) -> None:

@@ -123,3 +123,24 @@ def headless_service(js: Obj) -> Obj:
             "publishNotReadyAddresses": True if publish is None else bool(publish),
         },
     }
+
+
+def resumed_pod_template(job_template: Obj, rjob: Obj) -> Obj:
+    """``resumeJob``: what may change while suspended (for Kueue) reaches the Job as it resumes: the
+    replicated job's pod labels, annotations and nodeSelector merged in, its tolerations and scheduling
+    gates added when missing."""
+    merged = copy.deepcopy(job_template)
+    source = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+    meta, smeta = merged.setdefault("metadata", {}), source.get("metadata") or {}
+    for key in ("labels", "annotations"):
+        if smeta.get(key):
+            meta[key] = {**(meta.get(key) or {}), **smeta[key]}
+    spec, sspec = merged.setdefault("spec", {}), source.get("spec") or {}
+    if sspec.get("nodeSelector"):
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **sspec["nodeSelector"]}
+    for key in ("tolerations", "schedulingGates"):
+        current = list(spec.get(key) or [])
+        current += [item for item in sspec.get(key) or [] if item not in current]
+        if current:
+            spec[key] = current
+    return merged

@@ -130,16 +130,16 @@ class TrainJobController(Controller):
     def _reconcile_jobset(self, tj: Obj) -> None:
         """``reconcileObjects``: the runtime (its snapshot, taken now if missing), then the JobSet."""
         namespace, name = tj["metadata"]["namespace"], tj["metadata"]["name"]
-        runtime = self._runtime_for(tj)
-        if runtime is None:
-            return
         existing = self.store.find(JOBSETS, namespace, name)
+        kept = self.store.find(CONFIGMAPS, namespace, snapshot_name(tj))
+        held = existing is not None and (suspended(tj) or (existing.get("spec") or {}).get("suspend") is True)
+        if existing is not None and kept is not None and not held:
+            return  # upstream's Build skips a JobSet that exists and is not suspended
+        runtime = self._runtime_for(tj, kept)
+        if runtime is None or (existing is not None and not held):
+            return
         if existing is not None:
-            wanted, current = suspended(tj), (existing.get("spec") or {}).get("suspend") is True
-            if (wanted or current) and current != wanted:
-                self.store.mutate(
-                    JOBSETS, namespace, name, lambda js: js["spec"].__setitem__("suspend", wanted)
-                )
+            self._reapply(tj, existing, render_jobset(tj, runtime))
             return
         try:
             self.store.create(JOBSETS, self.cluster.admit(JOBSETS, render_jobset(tj, runtime), None))
@@ -147,9 +147,29 @@ class TrainJobController(Controller):
             if exc.code != 409:
                 self._event(tj, exc.message)
 
-    def _runtime_for(self, tj: Obj) -> Obj | None:
+    def _reapply(self, tj: Obj, existing: Obj, rendered: Obj) -> None:
+        """A suspended JobSet (or one being resumed) is re-applied from the render, as upstream's apply does:
+        suspension, and what runtime patches may change while suspended (pod template metadata,
+        nodeSelector, tolerations, scheduling gates), through the JobSet webhook's update rules."""
+        wanted = copy.deepcopy(existing)
+        wanted["spec"] = rendered["spec"]
+        try:
+            admitted = self.cluster.admit(JOBSETS, wanted, existing)
+        except errors.StatusError as exc:
+            self._event(tj, exc.message)
+            return
+        if admitted["spec"] == existing.get("spec"):
+            return
+
+        def put(js: Obj) -> None:
+            if js["metadata"].get("uid") == existing["metadata"]["uid"]:
+                js["spec"] = admitted["spec"]
+
+        self.store.mutate(JOBSETS, existing["metadata"]["namespace"], existing["metadata"]["name"], put)
+
+    def _runtime_for(self, tj: Obj, kept: Obj | None) -> Obj | None:
+        """The runtime from its snapshot ``kept``, else from the API (and the snapshot taken now)."""
         namespace = tj["metadata"]["namespace"]
-        kept = self.store.find(CONFIGMAPS, namespace, snapshot_name(tj))
         if kept is not None:
             try:
                 return runtime_from_snapshot(tj, kept)
