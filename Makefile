@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo demo-pytorchjob test lint typecheck bench clean local-up local-down
+.PHONY: install demo demo-pytorchjob demo-trainjob test lint typecheck bench clean local-up local-down
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -25,6 +25,10 @@ demo: $(STAMP)
 # The same DAG as a distributed Kubeflow PyTorchJob (master + 2 workers, DDP over gloo).
 demo-pytorchjob: $(STAMP)
 	DEMO_CONF='{"mode": "pytorchjob", "workers": 2}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-pytorchjob
+
+# The same DAG as a Kubeflow Trainer v2 TrainJob (2 nodes on the torch-distributed runtime, DDP over gloo).
+demo-trainjob: $(STAMP)
+	DEMO_CONF='{"mode": "trainjob", "workers": 2}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-trainjob
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc

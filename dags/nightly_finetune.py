@@ -20,6 +20,7 @@ from airflow_k8s_ml.operators import (
     FineTuneJobOperator,
     InferenceDeploymentOperator,
     PyTorchJobOperator,
+    TrainJobOperator,
 )
 
 LOCAL_TZ = pendulum.timezone("Europe/Amsterdam")
@@ -34,6 +35,11 @@ CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ run_id | path_safe }}"
 BASE_MODEL = BUCKET + "/base-model/step-1/"
 GATE_URI = "{{ ti.xcom_pull(task_ids='checkpoint_gate')['uri'] }}"
 S3_SECRET = ["s3-credentials"]
+#: The same Secret as one reference per variable: a TrainJob's trainer has no envFrom.
+S3_SECRET_ENV = {
+    var: f"s3-credentials:{var}"
+    for var in ("AWS_ENDPOINT_URL", "AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_DEFAULT_REGION")
+}
 
 FINETUNE_ARGS = [
     "-m", "airflow_k8s_ml.workloads.finetune",
@@ -65,13 +71,20 @@ TRAINING = {
     "retry_delay": timedelta(minutes=2),
     **DEADLINES,
 }
+#: The TrainJob takes the same arguments but the Secret (as ``secret_env``: no envFrom on a trainer) and
+#: ``active_deadline_seconds``'s meaning is the TrainJob's own (Trainer v2.2+).
+TRAINJOB = {
+    **{key: value for key, value in TRAINING.items() if key != "env_from"},
+    "secret_env": S3_SECRET_ENV,
+}
 
 DOC = """
 ### Nightly fine-tune
 
-1. **fine_tune** — a `batch/v1` Job (`mode=job`) or a Kubeflow `PyTorchJob` with `workers` workers
-   (`mode=pytorchjob`), warm-started from the base model; a checkpoint per epoch; retries resume from the
-   newest complete checkpoint. Admission, start-up and run deadlines come from the Params.
+1. **fine_tune** — a `batch/v1` Job (`mode=job`), a Kubeflow `PyTorchJob` with `workers` workers
+   (`mode=pytorchjob`) or a Kubeflow Trainer v2 `TrainJob` of `workers` nodes on the `torch-distributed`
+   runtime (`mode=trainjob`), warm-started from the base model; a checkpoint per epoch; retries resume
+   from the newest complete checkpoint. Admission, start-up and run deadlines come from the Params.
 2. **checkpoint_gate** — newest complete checkpoint, integrity verified from S3 checksums, and
    `val_accuracy >= accuracy_threshold`.
 3. **deploy_model** (when `deploy`) — Deployment + Service + HPA + PDB, rollout wait, smoke test through
@@ -107,19 +120,20 @@ with DAG(
         "mode": Param(
             "job",
             type="string",
-            enum=["job", "pytorchjob"],
+            enum=["job", "pytorchjob", "trainjob"],
             title="Training mode",
             description="How to run the fine-tune: job = one batch/v1 Job (one pod); "
-            "pytorchjob = a Kubeflow PyTorchJob with a master and `workers` workers (DDP). Required.",
+            "pytorchjob = a Kubeflow PyTorchJob with a master and `workers` workers (DDP); "
+            "trainjob = a Kubeflow Trainer v2 TrainJob of `workers` nodes (DDP). Required.",
         ),
         "workers": Param(
             1,
             type="integer",
             minimum=1,
             maximum=16,
-            title="PyTorchJob workers",
-            description="Worker replicas besides the master, in pods (1-16); "
-            "used only when mode is pytorchjob.",
+            title="Distributed workers",
+            description="pytorchjob: worker replicas besides the master, in pods (1-16); "
+            "trainjob: training nodes, in pods (1-16). Unused when mode is job.",
         ),
         "epochs": Param(
             5,
@@ -179,10 +193,8 @@ with DAG(
 ) as dag:
     choose = BranchPythonOperator(
         task_id="choose_training_mode",
-        python_callable=lambda params: (
-            "fine_tune_pytorchjob" if params["mode"] == "pytorchjob" else "fine_tune_job"
-        ),
-        doc_md="Picks the Job or the PyTorchJob path from the `mode` Param.",
+        python_callable=lambda params: f"fine_tune_{params['mode']}",
+        doc_md="Picks the Job, the PyTorchJob or the TrainJob path from the `mode` Param.",
     )
     job = FineTuneJobOperator(
         task_id="fine_tune_job",
@@ -194,6 +206,13 @@ with DAG(
         doc_md="Distributed (DDP, gloo) fine-tune as a Kubeflow PyTorchJob: master + `workers` workers.",
         workers="{{ params.workers }}",  # type: ignore[arg-type]
         **TRAINING,  # type: ignore[arg-type]
+    )
+    trainjob = TrainJobOperator(
+        task_id="fine_tune_trainjob",
+        doc_md="Distributed (DDP, gloo) fine-tune as a Kubeflow Trainer v2 TrainJob of `workers` nodes.",
+        num_nodes="{{ params.workers }}",
+        num_proc_per_node=1,  # one process per node: the entrypoint reads the PET_* variables itself
+        **TRAINJOB,  # type: ignore[arg-type]
     )
     gate = CheckpointCheckOperator(
         task_id="checkpoint_gate",
@@ -245,4 +264,4 @@ with DAG(
         doc_md="CronJob for nightly batch scoring, plus a run now with the freshly gated model.",
     )
 
-    choose >> [job, pytorchjob] >> gate >> should_deploy >> deploy >> batch
+    choose >> [job, pytorchjob, trainjob] >> gate >> should_deploy >> deploy >> batch

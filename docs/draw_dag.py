@@ -19,8 +19,9 @@ OUT = Path(__file__).resolve().parent / "dag.png"
 #: task_id -> (x, y, operator, what it does, fill colour)
 TASKS: dict[str, tuple[float, float, str, str, str]] = {
     "choose_training_mode": (1.2, 2.0, "BranchPythonOperator", "Param mode", "#eeeeee"),
-    "fine_tune_job": (4.6, 3.1, "FineTuneJobOperator", "batch/v1 Job", "#dbe9f6"),
-    "fine_tune_pytorchjob": (4.6, 0.9, "PyTorchJobOperator", "master + N workers", "#dbe9f6"),
+    "fine_tune_job": (4.9, 3.4, "FineTuneJobOperator", "batch/v1 Job", "#dbe9f6"),
+    "fine_tune_pytorchjob": (4.9, 2.0, "PyTorchJobOperator", "master + N workers", "#dbe9f6"),
+    "fine_tune_trainjob": (4.9, 0.6, "TrainJobOperator", "Trainer v2, N nodes", "#dbe9f6"),
     "checkpoint_gate": (8.0, 2.0, "CheckpointCheckOperator", "val_accuracy >= threshold", "#e8f4e8"),
     "should_deploy": (10.8, 2.0, "ShortCircuitOperator", "Param deploy", "#eeeeee"),
     "deploy_model": (14.2, 2.0, "InferenceDeploymentOperator", "rollout, smoke, rollback", "#e3f0e8"),
@@ -30,8 +31,10 @@ TASKS: dict[str, tuple[float, float, str, str, str]] = {
 EDGES: list[tuple[str, str, str]] = [
     ("choose_training_mode", "fine_tune_job", "mode=job"),
     ("choose_training_mode", "fine_tune_pytorchjob", "mode=pytorchjob"),
+    ("choose_training_mode", "fine_tune_trainjob", "mode=trainjob"),
     ("fine_tune_job", "checkpoint_gate", ""),
     ("fine_tune_pytorchjob", "checkpoint_gate", ""),
+    ("fine_tune_trainjob", "checkpoint_gate", ""),
     ("checkpoint_gate", "should_deploy", ""),
     ("should_deploy", "deploy_model", "deploy=true"),
     ("deploy_model", "batch_inference", ""),

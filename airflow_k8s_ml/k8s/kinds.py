@@ -45,7 +45,11 @@ class KindFacts(Record):
 #: Job: subdomain, and the name becomes the ``job-name`` label value, hence 63; generated names 57 so the
 #: pods' ``<job>-<5 random>`` names are never truncated. CronJob: 52 = 63 - 11, because its Jobs are named
 #: ``<cronjob>-<minutes since epoch>``. PyTorchJob: DNS-1035 (training-operator validation); generated
-#: names 48 leave room for the ``-worker-<i>`` Service/pod suffix up to 10^7 workers within 63.
+#: names 48 leave room for the ``-worker-<i>`` Service/pod suffix up to 10^7 workers within 63. TrainJob:
+#: DNS-1035, 63 (its CRD's CEL rules); its JobSet has the same name, and JobSet refuses a name whose pods
+#: ``<name>-<replicated job>-<job index>-<pod index>-<5 random>`` exceed 63, so generated names are 33: room
+#: for the longest replicated job upstream's runtimes have (``dataset-initializer``). Its pods are the
+#: JobSet's, found by the JobSet name label.
 WORKLOAD_KINDS: tuple[KindFacts, ...] = (
     KindFacts("Job", "batch", "v1", "jobs", False, 63, 57, "batch.kubernetes.io/job-name", training=True),
     KindFacts("CronJob", "batch", "v1", "cronjobs", False, 52, 52, None),
@@ -54,6 +58,10 @@ WORKLOAD_KINDS: tuple[KindFacts, ...] = (
         training=True,
     ),
     KindFacts("Deployment", "apps", "v1", "deployments", False, 253, None, None),
+    KindFacts(
+        "TrainJob", "trainer.kubeflow.org", "v1alpha1", "trainjobs", True, 63, 33,
+        "jobset.sigs.k8s.io/jobset-name", training=True,
+    ),
 )
 
 

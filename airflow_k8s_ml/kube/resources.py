@@ -21,6 +21,7 @@ __all__ = [
     "JOB_NAME_LABEL",
     "LEGACY_JOB_NAME_LABEL",
     "PYTORCHJOB_NAME_LABEL",
+    "REPLICATED_JOB_LABEL",
     "REPLICA_INDEX_LABEL",
     "REPLICA_TYPE_LABEL",
     "Resource",
@@ -36,6 +37,11 @@ LEGACY_JOB_NAME_LABEL = "job-name"
 PYTORCHJOB_NAME_LABEL = "training.kubeflow.org/job-name"
 REPLICA_TYPE_LABEL = "training.kubeflow.org/replica-type"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
+#: JobSet's pod labels (a TrainJob's nodes): the replicated job, the Job's index in it, and the Indexed Job's
+#: completion index (the node rank ``PET_NODE_RANK`` is read from).
+REPLICATED_JOB_LABEL = "jobset.sigs.k8s.io/replicatedjob-name"
+JOB_INDEX_LABEL = "jobset.sigs.k8s.io/job-index"
+COMPLETION_INDEX_LABEL = "batch.kubernetes.io/job-completion-index"
 
 
 @dataclass(frozen=True)
@@ -147,10 +153,17 @@ def pod_selector(kind: str, name: str, workload: Mapping[str, Any] | None = None
 
 
 def replica_name(pod: Mapping[str, Any]) -> str:
-    """``master-0`` / ``worker-1`` for training-operator pods, else the pod name (``[pod-name]`` in logs)."""
+    """``master-0`` / ``worker-1`` for training-operator pods; ``node-0`` / ``node-1`` for a JobSet's (a
+    TrainJob's nodes: replicated job and completion index, with the Job index between them when it is not
+    0); else the pod name (``[pod-name]`` in logs)."""
     meta = pod.get("metadata") or {}
     labels = meta.get("labels") or {}
     role, index = labels.get(REPLICA_TYPE_LABEL), labels.get(REPLICA_INDEX_LABEL)
     if role and index is not None:
         return f"{str(role).lower()}-{index}"
+    replicated_job, completion = labels.get(REPLICATED_JOB_LABEL), labels.get(COMPLETION_INDEX_LABEL)
+    if replicated_job and completion is not None:
+        job_index = str(labels.get(JOB_INDEX_LABEL) or "0")
+        middle = "" if job_index == "0" else f"{job_index}-"
+        return f"{replicated_job}-{middle}{completion}"
     return str(meta.get("name") or "?")

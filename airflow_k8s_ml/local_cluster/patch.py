@@ -314,6 +314,9 @@ _SCHEMAS: dict[str, dict[str, _Field]] = {
     "WorkloadSpec": {"template": _nested("PodTemplateSpec")},
     "JobTemplateSpec": {**_OBJECT_META, "spec": _nested("WorkloadSpec")},
     "CronJobSpec": {"jobTemplate": _nested("JobTemplateSpec")},
+    # jobset.x-k8s.io JobSetSpec (patchMergeKey=name): what Kubeflow Trainer's runtimePatches merge into.
+    "JobSetSpec": {"replicatedJobs": _merge_by("name", "ReplicatedJob")},
+    "ReplicatedJob": {"template": _nested("JobTemplateSpec"), "dependsOn": _merge_by("name")},
     "ServiceSpec": {"ports": _merge_by("port")},
     "NodeStatus": {**_CONDITIONS, "addresses": _merge_by("type")},
     # Kinds (the roots). Kinds not listed use "Object": only metadata merges, every other list replaces.

@@ -120,6 +120,26 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", categories=("all", "kubeflow")),
+    # Kubeflow Trainer v2 and JobSet: their CRDs declare no short names and no categories.
+    ResourceType("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", categories=()),
+    ResourceType(
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "trainingruntimes",
+        "TrainingRuntime",
+        subresources=(),
+        categories=(),
+    ),
+    ResourceType(
+        "trainer.kubeflow.org",
+        "v1alpha1",
+        "clustertrainingruntimes",
+        "ClusterTrainingRuntime",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+    ),
+    ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", categories=()),
 )
 
 # Preferred version per group, in the order /apis lists groups.
@@ -131,6 +151,8 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "networking.k8s.io": "v1",
     "discovery.k8s.io": "v1",
     "kubeflow.org": "v1",
+    "trainer.kubeflow.org": "v1alpha1",
+    "jobset.x-k8s.io": "v1alpha2",
 }
 
 

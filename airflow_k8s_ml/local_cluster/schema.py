@@ -122,6 +122,140 @@ CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
 }
 
 
+# jobset.x-k8s.io/v1alpha2 JobSet (kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go).
+# Per replicated job counts: JobSet's replicatedJobsStatus, and the TrainJob's jobsStatus copied from it.
+_JOB_COUNTS: Schema = {
+    "name": LEAF,
+    "ready": LEAF,
+    "succeeded": LEAF,
+    "failed": LEAF,
+    "active": LEAF,
+    "suspended": LEAF,
+}
+_JOBSET_SPEC: Schema = {
+    "replicatedJobs": (
+        "list",
+        {
+            "name": LEAF,
+            "groupName": LEAF,
+            "template": "V1JobTemplateSpec",
+            "replicas": LEAF,
+            "dependsOn": ("list", {"name": LEAF, "status": LEAF}),
+        },
+    ),
+    "network": {"enableDNSHostnames": LEAF, "subdomain": LEAF, "publishNotReadyAddresses": LEAF},
+    "successPolicy": {"operator": LEAF, "targetReplicatedJobs": LEAF},
+    "failurePolicy": {
+        "maxRestarts": LEAF,
+        "restartStrategy": LEAF,
+        "rules": (
+            "list",
+            {
+                "name": LEAF,
+                "action": LEAF,
+                "onJobFailureReasons": LEAF,
+                "onJobFailureMessagePatterns": LEAF,
+                "targetReplicatedJobs": LEAF,
+            },
+        ),
+    },
+    "startupPolicy": {"startupPolicyOrder": LEAF},
+    "suspend": LEAF,
+    "coordinator": {"replicatedJob": LEAF, "jobIndex": LEAF, "podIndex": LEAF},
+    "managedBy": LEAF,
+    "ttlSecondsAfterFinished": LEAF,
+    "volumeClaimPolicies": (
+        "list",
+        {"templates": ("list", "V1PersistentVolumeClaim"), "retentionPolicy": {"whenDeleted": LEAF}},
+    ),
+}
+CUSTOM_SCHEMAS[("jobset.x-k8s.io/v1alpha2", "JobSet")] = {
+    "apiVersion": LEAF,
+    "kind": LEAF,
+    "metadata": "V1ObjectMeta",
+    "spec": _JOBSET_SPEC,
+    "status": {
+        "conditions": ("list", "V1Condition"),
+        "restarts": LEAF,
+        "restartsCountTowardsMax": LEAF,
+        "terminalState": LEAF,
+        "replicatedJobsStatus": (
+            "list",
+            {
+                **_JOB_COUNTS,
+                "jobRestarts": LEAF,
+                "jobRestartsCountTowardsMax": LEAF,
+            },
+        ),
+        "previousInPlaceRestartAttempt": LEAF,
+        "currentInPlaceRestartAttempt": LEAF,
+    },
+}
+
+# trainer.kubeflow.org/v1alpha1 (kubeflow/trainer pkg/apis/trainer/v1alpha1): TrainJob and the runtimes.
+_INITIALIZER: Schema = {
+    "storageUri": LEAF,
+    "env": ("list", "V1EnvVar"),
+    "secretRef": "V1LocalObjectReference",
+}
+CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainJob")] = {
+    "apiVersion": LEAF,
+    "kind": LEAF,
+    "metadata": "V1ObjectMeta",
+    "spec": {
+        "runtimeRef": {"name": LEAF, "apiGroup": LEAF, "kind": LEAF},
+        "initializer": {"dataset": _INITIALIZER, "model": _INITIALIZER},
+        "trainer": {
+            "image": LEAF,
+            "command": LEAF,
+            "args": LEAF,
+            "env": ("list", "V1EnvVar"),
+            "numNodes": LEAF,
+            "resourcesPerNode": "V1ResourceRequirements",
+            "numProcPerNode": LEAF,
+        },
+        "runtimePatches": ("list", {"manager": LEAF, "time": LEAF, "trainingRuntimeSpec": LEAF}),
+        "suspend": LEAF,
+        "activeDeadlineSeconds": LEAF,
+        "managedBy": LEAF,
+    },
+    "status": {
+        "conditions": ("list", "V1Condition"),
+        "jobsStatus": ("list", _JOB_COUNTS),
+        "trainerStatus": {
+            "progressPercentage": LEAF,
+            "estimatedRemainingSeconds": LEAF,
+            "metrics": ("list", {"name": LEAF, "value": LEAF}),
+            "lastUpdatedTime": LEAF,
+        },
+    },
+}
+_RUNTIME: Schema = {
+    "apiVersion": LEAF,
+    "kind": LEAF,
+    "metadata": "V1ObjectMeta",
+    "spec": {
+        "mlPolicy": {
+            "numNodes": LEAF,
+            "torch": {"envInjection": {"targets": ("list", {"jobName": LEAF, "containerNames": LEAF})}},
+            "mpi": {
+                "numProcPerNode": LEAF,
+                "mpiImplementation": LEAF,
+                "sshAuthMountPath": LEAF,
+                "runLauncherAsNode": LEAF,
+            },
+            "flux": LEAF,
+            "jax": LEAF,
+            "xgboost": LEAF,
+        },
+        "podGroupPolicy": LEAF,
+        "template": {"metadata": "V1ObjectMeta", "spec": _JOBSET_SPEC},
+    },
+}
+CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainingRuntime")] = _RUNTIME
+CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime")] = _RUNTIME
+
+
 @functools.cache
 def _model_fields(model_name: str) -> dict[str, Schema] | None:
     from kubernetes.client import models  # local import: only the server pays for the client

@@ -123,6 +123,19 @@ def _last_condition(obj: Obj) -> str:
     return conds[-1]["type"] if conds else ""
 
 
+def _jobset_completed(obj: Obj) -> str:
+    """``.status.conditions[?(@.type=="Completed")].status``."""
+    conds = obj.get("status", {}).get("conditions") or []
+    return next((str(c.get("status", "")) for c in conds if c.get("type") == "Completed"), "")
+
+
+def _json_scalar(value: Any) -> str:
+    """A JSONPath cell of a scalar as kubectl prints it (booleans lower-case, missing empty)."""
+    if value is None:
+        return ""
+    return str(value).lower() if isinstance(value, bool) else str(value)
+
+
 def _format_labels(labels: dict[str, str] | None) -> str:
     """``labels.FormatLabels``: sorted ``k=v`` pairs, ``<none>`` when empty."""
     return ",".join(f"{k}={v}" for k, v in sorted((labels or {}).items())) or "<none>"
@@ -302,7 +315,8 @@ _CRONJOB_SELECTOR = _selector_column(
 _TEMPLATE_TAIL = (_AGE, _CONTAINERS, _IMAGES, _SPEC_SELECTOR)
 
 #: Per kind, the columns of Kubernetes 1.32's printers (``pkg/printers/internalversion/printers.go``); the
-#: PyTorchJob's are the training operator CRD's ``additionalPrinterColumns``. Other kinds: Name and Age.
+#: PyTorchJob's, TrainJob's and JobSet's are their CRDs' ``additionalPrinterColumns``. Other kinds: Name and
+#: Age.
 COLUMNS: dict[str, list[Column]] = {
     "Pod": [
         _NAME,
@@ -349,6 +363,15 @@ COLUMNS: dict[str, list[Column]] = {
         _CRONJOB_SELECTOR,
     ],
     "PyTorchJob": [_NAME, Column("State", "string", _last_condition), _AGE],
+    "TrainJob": [_NAME, Column("State", "string", _last_condition), _AGE],
+    "JobSet": [
+        _NAME,
+        Column("TerminalState", "string", lambda o: o.get("status", {}).get("terminalState", "")),
+        Column("Restarts", "string", lambda o: str(o.get("status", {}).get("restarts", ""))),
+        Column("Completed", "string", _jobset_completed),
+        Column("Suspended", "string", lambda o: _json_scalar(o.get("spec", {}).get("suspend"))),
+        _AGE,
+    ],
     "Deployment": [
         _NAME,
         Column(

@@ -43,6 +43,9 @@ _EXPORTS: dict[str, str] = {
     "PyTorchJobSpec": "training",
     "build_job": "training",
     "build_pytorchjob": "training",
+    # Kubeflow Trainer v2
+    "TrainJobSpec": "trainjob",
+    "build_trainjob": "trainjob",
     # serving
     "InferenceSpec": "serving",
     "Autoscaling": "serving",
@@ -77,6 +80,7 @@ __all__ = [
     "PyTorchJobSpec",
     "RunKey",
     "Toleration",
+    "TrainJobSpec",
     "Volume",
     "build_batch_job",
     "build_cronjob",
@@ -89,6 +93,7 @@ __all__ = [
     "build_pod_template",
     "build_pytorchjob",
     "build_service",
+    "build_trainjob",
     "format_quantity",
     "gpu_toleration",
     "job_from_cronjob",
@@ -166,3 +171,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
         build_service,
     )
     from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec, build_job, build_pytorchjob
+    from airflow_k8s_ml.manifests.trainjob import TrainJobSpec, build_trainjob

@@ -37,12 +37,15 @@ from airflow_k8s_ml.manifests.formats import (
 from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.pod_fields import pod_spec_keys
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
+from airflow_k8s_ml.manifests.quantities import validate_resources
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
+from airflow_k8s_ml.manifests.trainjob_rules import check_trainjob_fields, check_trainjob_pod
 from airflow_k8s_ml.manifests.validation import PLACEHOLDER, fail, renamed_fields
 
 __all__ = [
     "SUPPORTED_KINDS",
+    "env_containers",
     "load_manifest",
     "pod_templates",
     "prepare_manifest",
@@ -143,6 +146,20 @@ def pod_templates(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
         for role, replica in (spec.get("pytorchReplicaSpecs") or {}).items():
             if isinstance(replica, dict):
                 yield f"spec.pytorchReplicaSpecs.{role}.template", replica.setdefault("template", {})
+
+
+def env_containers(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
+    """``(path, container)`` for every container the operator's env goes into: each pod template's
+    containers, and a TrainJob's ``spec.trainer`` (its pods are the runtime's; the trainer is the container
+    the TrainJob holds)."""
+    for path, template in pod_templates(obj):
+        for index, container in enumerate((template.get("spec") or {}).get("containers") or []):
+            if isinstance(container, dict):
+                yield f"{path}.spec.containers[{index}]", container
+    if obj.get("kind") == "TrainJob" and isinstance(obj.get("spec"), dict):
+        trainer = obj["spec"].setdefault("trainer", {})
+        if isinstance(trainer, dict):
+            yield "spec.trainer", trainer
 
 
 @contextmanager
@@ -266,6 +283,52 @@ def _check_pytorchjob_spec(spec: Mapping[str, Any]) -> None:
             check_pytorchjob_fields(values)
 
 
+#: TrainJob fields and the typed arguments whose rules judge them.
+_TRAINJOB_FIELDS = {"active_deadline_seconds": "activeDeadlineSeconds"}
+_TRAINER_FIELDS = {"num_nodes": "numNodes", "num_proc_per_node": "numProcPerNode"}
+
+
+def _check_trainjob_spec(spec: Mapping[str, Any]) -> None:
+    """A raw TrainJob by the typed arguments' rules: runtimeRef, the trainer's image, env, resources and
+    counts, the deadline."""
+    ref = spec.get("runtimeRef")
+    if not isinstance(ref, Mapping) or not ref.get("name"):
+        raise fail("spec.runtimeRef.name", "is required (e.g. torch-distributed)")
+    values: dict[str, Any] = {"runtime": ref["name"], **_given(spec, _TRAINJOB_FIELDS)}
+    if ref.get("kind") is not None:
+        values["runtime_kind"] = ref["kind"]
+    trainer = spec.get("trainer") or {}
+    if not isinstance(trainer, Mapping):
+        raise fail("spec.trainer", f"must be a mapping, got {type(trainer).__name__}")
+    values.update(_given(trainer, _TRAINER_FIELDS))
+    paths = {
+        "runtime": "spec.runtimeRef.name",
+        "runtime_kind": "spec.runtimeRef.kind",
+        **{arg: f"spec.{key}" for arg, key in _TRAINJOB_FIELDS.items()},
+        **{arg: f"spec.trainer.{key}" for arg, key in _TRAINER_FIELDS.items()},
+    }
+    with renamed_fields(paths):
+        check_trainjob_fields(values)
+    resources = trainer.get("resourcesPerNode") or {}
+    if not isinstance(resources, Mapping):
+        raise fail("spec.trainer.resourcesPerNode", f"must be a mapping, got {type(resources).__name__}")
+    env = [item for item in trainer.get("env") or [] if isinstance(item, Mapping)]
+    with renamed_fields(
+        {
+            "image": "spec.trainer.image",
+            "requests": "spec.trainer.resourcesPerNode.requests",
+            "limits": "spec.trainer.resourcesPerNode.limits",
+            "env": "spec.trainer.env",
+        }
+    ):
+        validate_resources(
+            _literal_map(resources.get("requests") or {}), _literal_map(resources.get("limits") or {})
+        )
+        if trainer.get("image") is not None:  # without one, the runtime's image runs
+            check_pod_fields({"image": trainer["image"]})
+        check_trainjob_pod({"env": {str(item.get("name")): "" for item in env}})
+
+
 def _check_kind_rules(obj: dict[str, Any]) -> None:
     kind = obj["kind"]
     spec = obj.get("spec")
@@ -276,6 +339,8 @@ def _check_kind_rules(obj: dict[str, Any]) -> None:
         validate_time_zone(spec.get("timeZone"), "spec.timeZone")
     if kind == "PyTorchJob":
         _check_pytorchjob_spec(spec)
+    if kind == "TrainJob":
+        _check_trainjob_spec(spec)
     for path, template in pod_templates(obj):
         _check_containers(path, template, PYTORCH_CONTAINER if kind == "PyTorchJob" else None)
     if kind == "Job":
@@ -292,6 +357,8 @@ def _apply_queue_rule(obj: dict[str, Any], labels: Mapping[str, str]) -> None:
         holder, where = obj["spec"], "spec.suspend"
     elif obj["kind"] == "PyTorchJob":
         holder, where = obj["spec"].setdefault("runPolicy", {}), "spec.runPolicy.suspend"
+    elif obj["kind"] == "TrainJob":
+        holder, where = obj["spec"], "spec.suspend"
     else:
         return
     if holder.get("suspend") is False:

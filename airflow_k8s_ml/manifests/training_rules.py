@@ -30,6 +30,7 @@ __all__ = [
     "PYTORCH_RESTART_POLICIES",
     "check_finetune_job_fields",
     "check_pytorchjob_fields",
+    "check_queue",
 ]
 
 #: Kueue finds workloads by this label and admits them by flipping ``suspend`` to false.
@@ -71,7 +72,7 @@ PYTORCHJOB_DEFAULTS: Mapping[str, Any] = {
 }
 
 
-def _check_queue(queue_name: Any, suspend: Any) -> None:
+def check_queue(queue_name: Any, suspend: Any) -> None:
     """Kueue admits a workload by un-suspending it, so one created unsuspended would bypass the queue."""
     if suspend is not None:
         check_bool(suspend, "suspend")
@@ -105,7 +106,7 @@ def check_finetune_job_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     check_int(job["backoff_limit"], "backoff_limit", minimum=0)
     check_int(job["parallelism"], "parallelism", minimum=1)
     check_int(job["completions"], "completions", minimum=1)
-    _check_queue(job["queue_name"], job["suspend"])
+    check_queue(job["queue_name"], job["suspend"])
     return _check_metadata(job)
 
 
@@ -123,7 +124,7 @@ def check_pytorchjob_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     check_optional_int(job["active_deadline_seconds"], "active_deadline_seconds", minimum=1)
     check_optional_int(job["ttl_seconds_after_finished"], "ttl_seconds_after_finished", minimum=0)
     check_choice(job["clean_pod_policy"], CLEAN_POD_POLICIES, "clean_pod_policy")
-    _check_queue(job["queue_name"], job["suspend"])
+    check_queue(job["queue_name"], job["suspend"])
     if job["scheduling_queue"] is not None:
         validate_dns1123_subdomain(job["scheduling_queue"], "scheduling_queue")
     check_optional_int(job["min_available"], "min_available", minimum=1, maximum=1 + workers)

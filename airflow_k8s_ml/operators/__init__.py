@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "FineTuneJobOperator": "training",
     "InferenceDeploymentOperator": "inference",
     "PyTorchJobOperator": "training",
+    "TrainJobOperator": "trainjob",
 }
 
 __all__ = [
@@ -27,6 +28,7 @@ __all__ = [
     "FineTuneJobOperator",
     "InferenceDeploymentOperator",
     "PyTorchJobOperator",
+    "TrainJobOperator",
 ]
 
 
@@ -49,3 +51,4 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from airflow_k8s_ml.operators.checkpoint import CheckpointCheckOperator
     from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
     from airflow_k8s_ml.operators.training import FineTuneJobOperator, PyTorchJobOperator
+    from airflow_k8s_ml.operators.trainjob import TrainJobOperator

@@ -361,7 +361,7 @@ class _WorkloadOperator(BaseOperator):
         return self.workload.render(args, placement)
 
     def _render_raw(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
-        from airflow_k8s_ml.manifests.raw import pod_templates, prepare_manifest
+        from airflow_k8s_ml.manifests.raw import env_containers, prepare_manifest
 
         obj = prepare_manifest(
             args.manifest,
@@ -371,12 +371,11 @@ class _WorkloadOperator(BaseOperator):
             annotations=placement.annotations,
             kinds=frozenset({(self.workload.api_version, self.workload.kind)}),
         )
-        for path, template in pod_templates(obj):
-            for index, container in enumerate((template.get("spec") or {}).get("containers") or []):
-                if placement.env:
-                    container["env"] = _with_env(container, placement.env, f"{path}.spec.containers[{index}]")
-                if container.get("args"):
-                    container["args"] = substitute_resume(container["args"], placement.resume_uri)
+        for path, container in env_containers(obj):
+            if placement.env:
+                container["env"] = _with_env(container, placement.env, path)
+            if container.get("args"):
+                container["args"] = substitute_resume(container["args"], placement.resume_uri)
         return obj
 
     # -- execute: submit or adopt -----------------------------------------------------------------------

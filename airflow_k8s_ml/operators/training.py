@@ -133,7 +133,7 @@ def render_job(args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
 def _pytorchjob_arguments(args: WorkloadArgs[PyTorchJobArguments]) -> dict[str, Any]:
     """PyTorchJobSpec's arguments but the pods."""
     own = args.own
-    return {**own._asdict(), "workers": _rendered_int(own.workers, "workers"), **workload_arguments(args)}
+    return {**own._asdict(), "workers": rendered_int(own.workers, "workers"), **workload_arguments(args)}
 
 
 def _check_pytorchjob(args: WorkloadArgs[PyTorchJobArguments], injected_env: Mapping[str, str]) -> None:
@@ -236,7 +236,7 @@ class PyTorchJobOperator(_WorkloadOperator):
         self._validate_at_parse_time()
 
 
-def _rendered_int(value: Any, field: str) -> Any:
+def rendered_int(value: Any, field: str) -> Any:
     """An integer argument that may be templated: a placeholder at parse time validates as 1 (the real
     value is checked once rendered); rendered text is converted; anything else is left to the spec."""
     if value == PLACEHOLDER:

@@ -1,5 +1,5 @@
-"""``TrainingJobSensor``: wait for an existing Job or PyTorchJob (by name) with the operators' trigger and
-phased deadlines.
+"""``TrainingJobSensor``: wait for an existing Job, PyTorchJob or TrainJob (by name) with the operators'
+trigger and phased deadlines.
 
 Why a sensor next to the operators: a workload launched elsewhere (another DAG, a CI system, ``kubectl``)
 still deserves the deferrable wait, the live logs, the deadlines and the failure message of our operators.
@@ -36,13 +36,13 @@ KINDS = {k.kind: k.api_version for k in WORKLOAD_KINDS if k.training}
 
 
 class TrainingJobSensor(BaseSensorOperator):
-    """Succeed when the Job/PyTorchJob ``namespace/name`` succeeds; fail with the trigger's diagnosis when it
-    fails or when an Airflow-side deadline expires (the workload is left alone).
+    """Succeed when the Job/PyTorchJob/TrainJob ``namespace/name`` succeeds; fail with the trigger's diagnosis
+    when it fails or when an Airflow-side deadline expires (the workload is left alone).
 
     Returns (XCom) the same dict as the training operators (``attempts`` from the run label, 1 if absent).
 
     :param name: the workload's name (templated).
-    :param kind: ``Job`` (default) or ``PyTorchJob``.
+    :param kind: ``Job`` (default), ``PyTorchJob`` or ``TrainJob``.
     :param namespace: its namespace (templated); None: the connection's namespace.
     :param admission_timeout: / ``startup_timeout`` / ``run_timeout``: phase budgets (timedelta or seconds),
         phases timed from the objects' own timestamps, so a workload already stuck for an hour is late now.

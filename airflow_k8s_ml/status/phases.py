@@ -15,8 +15,9 @@ from airflow_k8s_ml.status.state import PENDING, WorkloadState
 
 __all__ = ["SUSPENDED_REASONS", "deadline_phase"]
 
-#: Workload reasons that mean "waiting in a queue": the admission budget.
-SUSPENDED_REASONS = frozenset({"JobSuspended", "PyTorchJobSuspended"})
+#: Workload reasons that mean "waiting in a queue": the admission budget (a TrainJob's is upstream's
+#: ``Suspended``; its JobSet and Jobs are suspended with it).
+SUSPENDED_REASONS = frozenset({"JobSuspended", "PyTorchJobSuspended", "Suspended"})
 
 
 def deadline_phase(state: WorkloadState, pods: Iterable[Mapping[str, Any]]) -> PodPhaseKind:

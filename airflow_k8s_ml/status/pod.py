@@ -155,8 +155,19 @@ def pods_phase_kind(pods: Iterable[Mapping[str, Any]]) -> PodPhaseKind | None:
     return min(kinds, key=_ORDER.index)
 
 
+#: A JobSet's pods carry its name; their owner is a Job of the JobSet, not the workload (a TrainJob).
+_JOBSET_NAME_LABEL = "jobset.sigs.k8s.io/jobset-name"
+
+
 def owned_by(pod: Mapping[str, Any], uid: str) -> bool:
     """The pod belongs to the workload instance ``uid``: a same-name predecessor's pods are not its own
-    (no owner references, or no uid to compare, counts as ours)."""
-    refs = (pod.get("metadata") or {}).get("ownerReferences") or []
+    (no owner references, or no uid to compare, counts as ours).
+
+    A JobSet's pod (a TrainJob's node) is owned by a Job two owners below the TrainJob, so its references
+    cannot show the TrainJob's uid: it counts as ours. Same-name predecessors cannot arise there in practice:
+    every attempt has its own name, and deleting a TrainJob deletes its JobSet's pods with it."""
+    meta = pod.get("metadata") or {}
+    refs = meta.get("ownerReferences") or []
+    if _JOBSET_NAME_LABEL in (meta.get("labels") or {}):
+        return True
     return not refs or not uid or any(ref.get("uid") == uid for ref in refs)

@@ -38,14 +38,27 @@ def _first_exit(pod: Mapping[str, Any]) -> str:
     return min(times) if times else ""
 
 
+#: Exit codes of a container ended by a signal it was sent (SIGTERM, SIGKILL): how a controller stops the
+#: other replicas once one failed, so within the same second they come after a replica's own error.
+_KILLED = frozenset({137, 143})
+
+
+def _killed(pod: Mapping[str, Any]) -> bool:
+    return any(t.get("exitCode") in _KILLED for t in _terminations(pod))
+
+
 def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Pods that failed or are stuck, earliest exit first (pods that never exited after, by name)."""
+    """Pods that failed or are stuck, earliest exit first (pods that never exited after, by name).
+
+    ``finishedAt`` has whole seconds: when a node fails and its JobSet (or Job) terminates the others at
+    once, they all finish in the same second, and the one that exited on its own, not by a signal, is the
+    first failure."""
     chosen = [
         pod
         for pod in pods
         if (pod.get("status") or {}).get("phase") == "Failed" or _terminations(pod) or pod_problem(pod)
     ]
-    return sorted(chosen, key=lambda p: (_first_exit(p) == "", _first_exit(p), replica_name(p)))
+    return sorted(chosen, key=lambda p: (_first_exit(p) == "", _first_exit(p), _killed(p), replica_name(p)))
 
 
 def pod_report(pod: Mapping[str, Any], last_lines: Sequence[str]) -> dict[str, Any]:

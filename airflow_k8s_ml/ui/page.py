@@ -140,7 +140,7 @@ def training_page(view: TrainingView) -> str:
     if not view.is_training:
         body.append(
             f"<p>{escape(view.task_id)} is a {escape(view.operator or 'task')}, not a training task "
-            "(FineTuneJobOperator, PyTorchJobOperator): nothing to chart.</p>"
+            "(FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator): nothing to chart.</p>"
         )
         return _document(head, body)
     if view.stopped:

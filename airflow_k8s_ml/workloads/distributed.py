@@ -1,9 +1,13 @@
-"""Distributed context from the environment a Kubeflow PyTorchJob injects, and the few collectives we need.
+"""Distributed context from the environment a Kubeflow PyTorchJob or TrainJob injects, and the few
+collectives we need.
 
-A PyTorchJob sets ``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` in every replica; reading them
-is pure (:func:`context_from_env`) so it is unit-tested without starting anything. With ``WORLD_SIZE`` unset
-or 1 the same training code runs single-process and every helper here is a no-op, which is why the training
-loop never branches on "distributed or not" beyond asking :attr:`DistContext.is_main`.
+A PyTorchJob sets ``WORLD_SIZE``, ``RANK``, ``MASTER_ADDR`` and ``MASTER_PORT`` in every replica. A Trainer v2
+TrainJob (torch runtime) sets torchrun's ``PET_NNODES``, ``PET_NPROC_PER_NODE``, ``PET_NODE_RANK``,
+``PET_MASTER_ADDR`` and ``PET_MASTER_PORT`` instead; under ``torchrun`` those become ``WORLD_SIZE``/``RANK``,
+and without it (our entrypoint runs one process per node) they are read directly. Reading them is pure
+(:func:`context_from_env`) so it is unit-tested without starting anything. With no world size or 1 the same
+training code runs single-process and every helper here is a no-op, which is why the training loop never
+branches on "distributed or not" beyond asking :attr:`DistContext.is_main`.
 """
 
 from __future__ import annotations
@@ -46,8 +50,33 @@ def _int_env(env: Mapping[str, str], name: str, default: int) -> int:
         raise ValidationError(name, f"must be an integer, got {raw!r}") from exc
 
 
+def _torchrun_env(env: Mapping[str, str]) -> Mapping[str, str]:
+    """A TrainJob node's ``PET_*`` variables as the PyTorchJob names, for one process per node.
+
+    ``WORLD_SIZE`` set (torchrun, or a PyTorchJob) wins. More than one process per node needs torchrun to
+    start them, which is said rather than silently training on one process of N."""
+    if env.get("WORLD_SIZE") or not env.get("PET_NNODES"):
+        return env
+    nproc = env.get("PET_NPROC_PER_NODE") or "1"
+    if nproc != "1":
+        raise ValidationError(
+            "PET_NPROC_PER_NODE",
+            f"is {nproc!r}: more than one process per node needs torchrun as the command "
+            "(or num_proc_per_node=1)",
+        )
+    return {
+        **env,
+        "WORLD_SIZE": env["PET_NNODES"],
+        "RANK": env.get("PET_NODE_RANK") or "",
+        "MASTER_ADDR": env.get("PET_MASTER_ADDR") or "",
+        "MASTER_PORT": env.get("PET_MASTER_PORT") or "",
+    }
+
+
 def context_from_env(env: Mapping[str, str]) -> DistContext:
-    """Read the PyTorchJob variables; inconsistent values fail fast instead of hanging in rendezvous."""
+    """Read the PyTorchJob (or TrainJob ``PET_*``) variables; inconsistent values fail fast instead of hanging
+    in rendezvous."""
+    env = _torchrun_env(env)
     world_size = _int_env(env, "WORLD_SIZE", 1)
     if world_size < 1:
         raise ValidationError("WORLD_SIZE", f"must be >= 1, got {world_size}")

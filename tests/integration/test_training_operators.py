@@ -41,6 +41,7 @@ from .training_helpers import (
     revive,
     run_async,
     run_task,
+    task_log,
 )
 
 REPO = Path(__file__).resolve().parents[2]
@@ -48,14 +49,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
 pytestmark = pytest.mark.usefixtures("kube_conn")
-
-
-
-
-def task_log(capsys: Any) -> str:
-    """What the operator logged (Airflow's task logger writes to the console outside the task runner)."""
-    captured = capsys.readouterr()
-    return str(captured.out + captured.err)
 
 
 def running_pod(core: Any, namespace: str) -> Any:

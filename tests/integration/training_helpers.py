@@ -127,6 +127,12 @@ def execute_until_deferred(op: Any, context: dict[str, Any]) -> Any:
     return info.value
 
 
+def task_log(capsys: Any) -> str:
+    """What the operator logged (Airflow's task logger writes to the console outside the task runner)."""
+    captured = capsys.readouterr()
+    return str(captured.out + captured.err)
+
+
 def jobs(batch: Any, namespace: str) -> list[Any]:
     return list(batch.list_namespaced_job(namespace).items)
 

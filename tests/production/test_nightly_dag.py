@@ -1,7 +1,7 @@
-"""The shipped nightly DAG under a real scheduler, triggerer and API server, in both training modes.
+"""The shipped nightly DAG under a real scheduler, triggerer and API server, in its three training modes.
 
-Job mode is triggered through the REST API with ``logical_date: null``, PyTorchJob mode with
-``airflow dags trigger`` (Airflow 3 gives neither run a logical date). Then a succeeded ``deploy_model`` is
+Job mode is triggered through the REST API with ``logical_date: null``, PyTorchJob and TrainJob modes with
+``airflow dags trigger`` (Airflow 3 gives no run a logical date). Then a succeeded ``deploy_model`` is
 cleared through the REST API, as a user would from the UI: it must succeed again without a write.
 """
 
@@ -40,6 +40,7 @@ def test_job_mode_triggered_by_rest_without_logical_date(
         "choose_training_mode": "success",
         "fine_tune_job": "success",
         "fine_tune_pytorchjob": "skipped",
+        "fine_tune_trainjob": "skipped",
         "checkpoint_gate": "success",
         "should_deploy": "success",
         "deploy_model": "success",
@@ -80,3 +81,17 @@ def test_pytorchjob_mode_triggered_by_cli(production: Production, job_run: dict[
     lines = production.log_lines(DAG, run_id, "fine_tune_pytorchjob", 1)
     master = [line for line in lines if line.startswith("[master-0]")]
     assert epoch_lines(master) == ["epoch=1/2", "epoch=2/2"]
+
+
+def test_trainjob_mode_triggered_by_cli(production: Production, job_run: dict[str, Any]) -> None:
+    conf = json.dumps({**SMALL, "mode": "trainjob", "workers": 2, "epochs": 2})
+    run_id = production.cli_trigger(DAG, conf)
+    run = production.rest.wait_run(DAG, run_id, timeout=900)
+    states = _states(production, run_id)
+    assert run["state"] == "success", states
+    assert states["fine_tune_trainjob"] == "success" and states["fine_tune_pytorchjob"] == "skipped"
+    training = production.rest.xcom(DAG, run_id, "fine_tune_trainjob")
+    assert training["kind"] == "TrainJob"
+    lines = production.log_lines(DAG, run_id, "fine_tune_trainjob", 1)
+    assert epoch_lines([line for line in lines if line.startswith("[node-0]")]) == ["epoch=1/2", "epoch=2/2"]
+    assert any(line.startswith("[node-1] finetune start world_size=2 rank=1 ") for line in lines)

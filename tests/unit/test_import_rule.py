@@ -138,6 +138,11 @@ CONSTRUCT: dict[str, str] = {
         " deadline=timedelta(hours=2))"
     ),
     "PyTorchJobOperator": "PyTorchJobOperator(task_id='t', image='trainer:1', workers=2, queue_name='gpu')",
+    "TrainJobOperator": (
+        "TrainJobOperator(task_id='t', image='trainer:1', num_nodes='{{ params.workers }}',"
+        " resources_per_node={'cpu': '2', 'nvidia.com/gpu': 1}, queue_name='gpu', shm_size='1Gi',"
+        " dataset_initializer={'storage_uri': 'hf://org/data'}, checkpoint_uri='s3://m/ft')"
+    ),
     "BatchInferenceJobOperator": (
         "BatchInferenceJobOperator(task_id='t', model_uri='s3://m/step-1/', input_uri='s3://d/in/',"
         " output_uri='s3://d/out/{{ ds_nodash }}/', image='scorer:1')"
@@ -184,7 +189,10 @@ print(";".join((
 #: store and manifest (dataclass modules, which cost code generation in every dag-processor fork), the wait
 #: decision and the triggers.
 EXECUTE_ONLY = {
-    *(f"airflow_k8s_ml.manifests.{name}" for name in ("pod", "training", "serving", "batch", "naming")),
+    *(
+        f"airflow_k8s_ml.manifests.{name}"
+        for name in ("pod", "training", "trainjob", "serving", "batch", "naming")
+    ),
     *(f"airflow_k8s_ml.checkpoints.{name}" for name in ("store", "manifest")),
 }
 EXECUTE_ONLY_PACKAGES = ("airflow_k8s_ml.triggers", "airflow_k8s_ml.status")

@@ -27,6 +27,8 @@ from airflow_k8s_ml.manifests.training_rules import (
     check_finetune_job_fields,
     check_pytorchjob_fields,
 )
+from airflow_k8s_ml.manifests.trainjob import TrainJobSpec
+from airflow_k8s_ml.manifests.trainjob_rules import TRAINJOB_DEFAULTS
 
 
 def defaults(cls: type, *, without: tuple[str, ...]) -> dict[str, Any]:
@@ -46,6 +48,7 @@ def defaults(cls: type, *, without: tuple[str, ...]) -> dict[str, Any]:
         (Volume, VOLUME_DEFAULTS, ("name", "mount_path")),
         (FineTuneJobSpec, FINETUNE_JOB_DEFAULTS, ("pod",)),
         (PyTorchJobSpec, PYTORCHJOB_DEFAULTS, ("master", "worker")),
+        (TrainJobSpec, TRAINJOB_DEFAULTS, ("trainer",)),
         (Autoscaling, AUTOSCALING_DEFAULTS, ("max_replicas",)),
         (IngressPolicy, INGRESS_DEFAULTS, ()),
         (InferenceSpec, INFERENCE_DEFAULTS, ("pod", "model_uri", "autoscaling", "network_policy")),

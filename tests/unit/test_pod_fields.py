@@ -18,11 +18,12 @@ from airflow_k8s_ml.operators import (
     FineTuneJobOperator,
     InferenceDeploymentOperator,
     PyTorchJobOperator,
+    TrainJobOperator,
 )
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS
 from airflow_k8s_ml.operators._serving import POD_ARGUMENTS as SERVING_POD_ARGUMENTS
 
-WORKLOAD_OPERATORS = (FineTuneJobOperator, PyTorchJobOperator, BatchInferenceJobOperator)
+WORKLOAD_OPERATORS = (FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator, BatchInferenceJobOperator)
 SERVING_OPERATORS = (InferenceDeploymentOperator, BatchInferenceCronJobOperator)
 #: Every name a pod field goes by: its PodTemplate name and its operator argument. ``labels`` and
 #: ``annotations`` are left out: as operator arguments they name the workload's metadata, not the pod's.

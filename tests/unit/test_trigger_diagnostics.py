@@ -56,3 +56,12 @@ def test_message_without_pods_is_the_state() -> None:
     assert failure_message("Job", "ml", "ft", state, []) == (
         "Job ml/ft failed (DeadlineExceeded): Job was active longer than specified deadline"
     )
+
+
+def test_within_the_same_second_the_replica_that_exited_on_its_own_is_the_first_failure() -> None:
+    """A JobSet stops the other nodes as soon as one fails: they end by SIGTERM in the same second."""
+    pods = [
+        pod("tj-node-0-0-abcde", "master-0", 143, "2024-05-01T10:00:05Z"),
+        pod("tj-node-0-1-fghij", "worker-1", 3, "2024-05-01T10:00:05Z"),
+    ]
+    assert [p["metadata"]["name"] for p in failed_pods(pods)] == ["tj-node-0-1-fghij", "tj-node-0-0-abcde"]

@@ -22,6 +22,8 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.job.ttl:TTLAfterFinishedController",
     "controllers.cronjob.controller:CronJobController",
     "controllers.pytorchjob.controller:PyTorchJobController",
+    "controllers.trainjob.controller:TrainJobController",
+    "controllers.jobset.controller:JobSetController",
     "controllers.deployment.controller:DeploymentController",
     "controllers.deployment.replicaset:ReplicaSetController",
     "controllers.service.controller:ServiceController",

@@ -13,7 +13,7 @@ import asyncio
 import contextlib
 import shutil
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -29,7 +29,7 @@ from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condit
 from .fit import TERMINAL_PHASES
 from .hostpath import deny_host_path
 from .logs import LogRegistry, log_handler
-from .network import IpAllocator, loopback_range_usable
+from .network import HOST_IP, IpAllocator, loopback_range_usable
 from .node import node_object, node_status
 from .unsupported import UNSUPPORTED, unsupported_handler
 from .volumes import pod_dir
@@ -100,6 +100,25 @@ class Kubelet(Controller):
 
             self.store.mutate(nodes, "", self.settings.node_name, refresh)
 
+    def pod_ip_of(self, namespace: str) -> Callable[[str, str], str | None]:
+        """A resolver of ``<hostname>.<subdomain>`` in ``namespace`` to the live pod's IP (see
+        :mod:`.pod_dns`); the IP is allocated now by the pod's uid if its sandbox does not exist yet."""
+
+        def resolve(hostname: str, subdomain: str) -> str | None:
+            for pod in self.store.iter(self.pods_rt, namespace):
+                spec = pod.get("spec") or {}
+                if spec.get("hostname") != hostname or spec.get("subdomain") != subdomain:
+                    continue
+                if (
+                    pod["metadata"].get("deletionTimestamp")
+                    or (pod.get("status") or {}).get("phase") in TERMINAL_PHASES
+                ):
+                    continue
+                return HOST_IP if spec.get("hostNetwork") else str(self.ips.allocate(pod["metadata"]["uid"]))
+            return None
+
+        return resolve
+
     def lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
         """A Secret or ConfigMap of the pod's namespace (for env and volumes)."""
         return self.store.find(_rt(plural), namespace, name)
@@ -162,6 +181,7 @@ class Kubelet(Controller):
         uid = pod["metadata"]["uid"]
         if any(w.uid == uid for w in [*self.workers.values(), *self._detached]):
             return
+        self.ips.release(uid)  # an IP handed out early by ``pod_ip_of`` for a pod that never ran
         self.logs.forget_pod(uid)
         self._remove_dir(pod_dir(self.settings.state_dir, pod))
 

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 from .. import errors
 from ..meta import rfc3339
 from ..node_reboot import resume_states
-from . import fit, images, listeners, volumes
+from . import fit, images, listeners, pod_dns, volumes
 from .container import ContainerRunner
 from .envvars import ConfigError, CreateContainerError, Sources, expand, resolve
 from .identity import identity, verify_run_as_non_root
@@ -367,6 +367,14 @@ class PodWorker:
             allocatable=fit.node_capacity(self.settings.capacity),
         )
         spec_env = resolve(self.pod, container, sources, service_env, rewrite)
+        subdomain = (self.pod.get("spec") or {}).get("subdomain")
+        spec_env, unresolved = pod_dns.rewrite(
+            spec_env, self.namespace, subdomain, self.kubelet.pod_ip_of(self.namespace)
+        )
+        if unresolved:
+            raise ConfigError(
+                f'pod DNS name "{unresolved[0]}" does not resolve yet: no pod has that hostname'
+            )
         for warning in sources.warnings:
             self.event("Warning", "InvalidEnvironmentVariableNames", warning)
         mapping = {**service_env, **spec_env}

@@ -13,11 +13,12 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Iterable
-from typing import Any
 
 from airflow_k8s_ml.k8s.names import dns1035_label_errors
 
 from ... import errors
+from .. import webhook
+from ..crd_types import check_type
 from .api import (
     CLEAN_POD_POLICY_NONE,
     CONTAINER_NAME,
@@ -57,28 +58,6 @@ def _not_supported(path: str, value: str, supported: Iterable[str]) -> FieldErro
 
 # -- CRD structural schema: field types (422 Invalid, before any webhook) ---------------------------------
 _INT_FIELDS = ("ttlSecondsAfterFinished", "activeDeadlineSeconds", "backoffLimit")
-_GO_TYPES = {bool: "boolean", int: "integer", float: "number", str: "string", list: "array", dict: "object"}
-
-
-def _type_error(path: str, value: Any, wanted: str) -> FieldError:
-    got = _GO_TYPES.get(type(value), "null")
-    return (
-        path,
-        "FieldValueTypeInvalid",
-        f'Invalid value: "{got}": {path} in body must be of type {wanted}: "{got}"',
-    )
-
-
-def _check_type(path: str, value: Any, wanted: str) -> list[FieldError]:
-    if value is None:
-        return []
-    ok = {
-        "integer": isinstance(value, int) and not isinstance(value, bool),
-        "string": isinstance(value, str),
-        "boolean": isinstance(value, bool),
-        "object": isinstance(value, dict),
-    }[wanted]
-    return [] if ok else [_type_error(path, value, wanted)]
 
 
 def schema_errors(job: Obj) -> list[FieldError]:
@@ -86,26 +65,26 @@ def schema_errors(job: Obj) -> list[FieldError]:
     spec = job.get("spec")
     if spec is None:
         return []
-    problems = _check_type("spec", spec, "object")
+    problems = check_type("spec", spec, "object")
     if problems:
         return problems
-    problems += _check_type("spec.nprocPerNode", spec.get("nprocPerNode"), "string")
-    problems += _check_type("spec.pytorchReplicaSpecs", spec.get("pytorchReplicaSpecs"), "object")
+    problems += check_type("spec.nprocPerNode", spec.get("nprocPerNode"), "string")
+    problems += check_type("spec.pytorchReplicaSpecs", spec.get("pytorchReplicaSpecs"), "object")
     for rtype, rspec in (spec.get("pytorchReplicaSpecs") or {}).items() if not problems else ():
         base = f"{_SPECS}.{rtype}"
-        problems += _check_type(base, rspec, "object")
+        problems += check_type(base, rspec, "object")
         if isinstance(rspec, dict):
-            problems += _check_type(f"{base}.replicas", rspec.get("replicas"), "integer")
-            problems += _check_type(f"{base}.restartPolicy", rspec.get("restartPolicy"), "string")
+            problems += check_type(f"{base}.replicas", rspec.get("replicas"), "integer")
+            problems += check_type(f"{base}.restartPolicy", rspec.get("restartPolicy"), "string")
     policy = spec.get("runPolicy")
-    problems += _check_type("spec.runPolicy", policy, "object")
+    problems += check_type("spec.runPolicy", policy, "object")
     if isinstance(policy, dict):
         problems += [
-            e for f in _INT_FIELDS for e in _check_type(f"spec.runPolicy.{f}", policy.get(f), "integer")
+            e for f in _INT_FIELDS for e in check_type(f"spec.runPolicy.{f}", policy.get(f), "integer")
         ]
-        problems += _check_type("spec.runPolicy.suspend", policy.get("suspend"), "boolean")
-        problems += _check_type("spec.runPolicy.cleanPodPolicy", policy.get("cleanPodPolicy"), "string")
-        problems += _check_type("spec.runPolicy.managedBy", policy.get("managedBy"), "string")
+        problems += check_type("spec.runPolicy.suspend", policy.get("suspend"), "boolean")
+        problems += check_type("spec.runPolicy.cleanPodPolicy", policy.get("cleanPodPolicy"), "string")
+        problems += check_type("spec.runPolicy.managedBy", policy.get("managedBy"), "string")
     return problems
 
 
@@ -182,21 +161,8 @@ def webhook_errors(job: Obj) -> list[FieldError]:
 
 
 def denial(job: Obj, problems: list[FieldError]) -> errors.StatusError:
-    """What the apiserver answers for a webhook denial: 403 Forbidden, the aggregate after the prefix.
-
-    The aggregate reads like ``utilerrors.Aggregate``: one error alone, several in ``[a, b]``. The field
-    errors are also attached as ``details.causes`` (a real denial carries none) so tools can show them.
-    """
-    rendered = [f"{path}: {message}" for path, _, message in problems]
-    summary = rendered[0] if len(rendered) == 1 else "[" + ", ".join(rendered) + "]"
-    name = (job.get("metadata") or {}).get("name", "")
-    causes = [{"reason": reason, "message": message, "field": path} for path, reason, message in problems]
-    return errors.StatusError(
-        403,
-        "Forbidden",
-        f'admission webhook "{WEBHOOK_NAME}" denied the request: {summary}',
-        {"name": name, "group": GROUP, "kind": PLURAL, "causes": causes},
-    )
+    """What the apiserver answers for a webhook denial (:func:`..webhook.denial`)."""
+    return webhook.denial(WEBHOOK_NAME, GROUP, PLURAL, (job.get("metadata") or {}).get("name", ""), problems)
 
 
 # -- SetDefaults_PyTorchJob (pkg/apis/kubeflow.org/v1/pytorch_defaults.go) ------------------------------

@@ -1,0 +1,171 @@
+"""``TrainJobOperator``: distributed training as a Kubeflow Trainer v2 ``TrainJob`` (v1alpha1).
+
+Thin on purpose, like the other workload operators: the one runner
+(:class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`: deterministic names, submit-or-adopt,
+resume, deferral with phased deadlines, live logs, diagnostics, cleanup) plus the :data:`TRAINJOB` kind
+value, which turns the frozen arguments into a :class:`~airflow_k8s_ml.manifests.trainjob.TrainJobSpec`.
+
+Parse-time checks apply the rules modules (``manifests/pod_rules.py``, ``manifests/trainjob_rules.py``);
+the spec module is imported only when ``execute`` renders.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.record import Record
+from airflow_k8s_ml.manifests.trainjob_rules import (
+    DEFAULT_RUNTIME,
+    check_resources_per_node,
+    check_trainjob_fields,
+    check_trainjob_pod,
+)
+from airflow_k8s_ml.operators._args import argument_names
+from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
+from airflow_k8s_ml.operators._workload import _WorkloadOperator
+from airflow_k8s_ml.operators.training import check_pod, pod_arguments, pod_template, rendered_int
+
+__all__ = ["TRAINJOB", "TrainJobArguments", "TrainJobOperator"]
+
+
+class TrainJobArguments(Record):
+    """The TrainJob's own arguments; ``num_nodes`` may still be rendered text (``{{ params.workers }}``)."""
+
+    runtime: str
+    runtime_kind: str
+    num_nodes: int | str | None
+    num_proc_per_node: int | None
+    resources_per_node: Mapping[str, Any] | None
+    dataset_initializer: Mapping[str, Any] | None
+    model_initializer: Mapping[str, Any] | None
+    suspend: bool | None
+
+
+def _with_resources(args: WorkloadArgs[TrainJobArguments]) -> WorkloadArgs[TrainJobArguments]:
+    """``resources_per_node`` as the pod's requests and limits (the node's resources are the pod's)."""
+    resources = check_resources_per_node(args.own.resources_per_node, args.pod)
+    if resources is None:
+        return args
+    values = {name: getattr(args, name) for name in WorkloadArgs.__slots__}
+    values["pod"] = {**args.pod, "requests": resources, "limits": resources}
+    return WorkloadArgs(**values)
+
+
+def _trainjob_arguments(args: WorkloadArgs[TrainJobArguments]) -> dict[str, Any]:
+    """TrainJobSpec's arguments but the trainer pod."""
+    own = args.own
+    return {
+        "runtime": own.runtime,
+        "runtime_kind": own.runtime_kind,
+        "num_nodes": rendered_int(own.num_nodes, "num_nodes"),
+        "num_proc_per_node": own.num_proc_per_node,
+        "dataset_initializer": own.dataset_initializer,
+        "model_initializer": own.model_initializer,
+        "suspend": own.suspend,
+        "active_deadline_seconds": args.active_deadline_seconds,
+        "queue_name": args.queue_name,
+        "labels": args.labels or {},
+    }
+
+
+def _check(args: WorkloadArgs[TrainJobArguments]) -> None:
+    """Rules that hold with a raw ``manifest=`` too."""
+    if args.ttl_seconds_after_finished is not None:
+        raise ValidationError(
+            "ttl_seconds_after_finished",
+            "a TrainJob has no ttlSecondsAfterFinished (set it in the runtime's JobSet template); "
+            "on_finish='delete' deletes the TrainJob when the task ends",
+        )
+
+
+def _check_trainjob(args: WorkloadArgs[TrainJobArguments], injected_env: Mapping[str, str]) -> None:
+    args = _with_resources(args)
+    check_pod(args, injected_env)
+    with argument_names():
+        check_trainjob_pod(pod_arguments(args, injected_env, resume_uri=None))
+    check_trainjob_fields(_trainjob_arguments(args))
+
+
+def _render_trainjob(args: WorkloadArgs[TrainJobArguments], placement: Placement) -> dict[str, Any]:
+    from airflow_k8s_ml.manifests.trainjob import TrainJobSpec, build_trainjob
+
+    args = _with_resources(args)
+    with argument_names():
+        spec = TrainJobSpec(trainer=pod_template(args, placement), **_trainjob_arguments(args))
+    return build_trainjob(spec, placement.name, placement.namespace, placement.labels, placement.annotations)
+
+
+TRAINJOB: WorkloadKind[TrainJobArguments] = WorkloadKind(
+    kind="TrainJob",
+    api_version="trainer.kubeflow.org/v1alpha1",
+    arguments=TrainJobArguments,
+    check_spec=_check_trainjob,
+    render=_render_trainjob,
+    check=_check,
+)
+
+
+class TrainJobOperator(_WorkloadOperator):
+    """Run distributed training as a Kubeflow Trainer v2 TrainJob (``trainer.kubeflow.org/v1alpha1``) on a
+    training runtime, and wait for it (deferrable), adopting instead of duplicating.
+
+    TrainJob: ``runtime`` (default ``torch-distributed``) and ``runtime_kind`` (ClusterTrainingRuntime |
+    TrainingRuntime, the latter in the task's namespace), ``num_nodes`` (templated; None: the runtime's),
+    ``num_proc_per_node`` (None: the runtime's, ``auto`` for torch), ``resources_per_node`` (the Kubeflow
+    SDK's ``{"cpu": 4, "memory": "16Gi", "nvidia.com/gpu": 1}``: requests and limits of every node; or use
+    ``requests``/``limits``/``gpus``), ``dataset_initializer``/``model_initializer``
+    (``{"storage_uri": "hf://...", "env": {...}, "secret": "<Secret>"}``; the runtime must have those steps),
+    ``suspend``, ``queue_name`` (Kueue: label + created suspended), ``active_deadline_seconds`` (the
+    TrainJob's own, Trainer v2.2+), ``labels`` (on the TrainJob; the run labels reach its JobSet, Job and pods
+    through ``spec.runtimePatches``). ``ttl_seconds_after_finished`` is refused (a TrainJob has none).
+    ``spec.managedBy`` is left to its default.
+
+    The trainer pod (every node gets the same): ``image``, ``command``/``args`` (templated;
+    ``{{ resume_from }}``), ``env`` (templated), ``secret_env``, ``requests``/``limits``, ``gpus`` with
+    ``gpu_resource`` (per node; they become ``resourcesPerNode``), and through ``runtimePatches``
+    ``node_selector``, ``tolerations``, ``image_pull_secrets``, ``volumes``, ``service_account``,
+    ``pod_security_context``/``container_security_context`` (None: our restrictive defaults), ``shm_size``
+    and ``pod_options``. A TrainJob cannot carry ``env_from`` (the trainer has no envFrom: use
+    ``secret_env``) nor ``scheduler_name`` (runtimePatches cannot set it: use the runtime's
+    podGroupPolicy); they are refused with their names, as are the ``pod_options`` ``working_dir``,
+    ``image_pull_policy`` and ``priority_class_name``, and the torch runtime's ``PET_*`` variables in
+    ``env``. A failure names the node that failed first (``[node-1]``); live logs are prefixed per node.
+
+    Plus everything of :class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`: ``manifest`` (a raw
+    TrainJob), ``namespace``, ``kubernetes_conn_id``, ``resume_from``, ``checkpoint_uri``, ``aws_conn_id``,
+    the deadlines (``admission_timeout``, ``startup_timeout``, ``run_timeout``, ``deadline``),
+    ``on_finish``, ``deferrable``, ``poll_interval``, ``stream_logs``, ``log_lines``.
+
+    Returns (XCom) ``{kind, name, namespace, uid, state, reason, started_at, finished_at, duration_seconds,
+    attempts, resumed_from}``.
+    """
+
+    workload = TRAINJOB
+    # ``num_nodes`` may come from a Param ("{{ params.workers }}"): rendered to text, converted in the render.
+    template_fields: Sequence[str] = (*_WorkloadOperator.template_fields, "num_nodes")
+
+    def __init__(
+        self,
+        *,
+        runtime: str = DEFAULT_RUNTIME,
+        runtime_kind: str = "ClusterTrainingRuntime",
+        num_nodes: int | str | None = None,
+        num_proc_per_node: int | None = None,
+        resources_per_node: Mapping[str, Any] | None = None,
+        dataset_initializer: Mapping[str, Any] | None = None,
+        model_initializer: Mapping[str, Any] | None = None,
+        suspend: bool | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        self.runtime = runtime
+        self.runtime_kind = runtime_kind
+        self.num_nodes = num_nodes
+        self.num_proc_per_node = num_proc_per_node
+        self.resources_per_node = resources_per_node
+        self.dataset_initializer = dataset_initializer
+        self.model_initializer = model_initializer
+        self.suspend = suspend
+        self._validate_at_parse_time()
