@@ -459,3 +459,28 @@ def test_the_runtime_snapshot_keeps_a_started_trainjob_independent_of_its_runtim
     assert (
         jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] == 0
     )  # the deleted runtime's
+
+
+def test_failing_node_on_the_default_runtime_retries_in_place_then_fails(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    """torch-distributed leaves restartPolicy OnFailure and backoffLimit 6 to the defaults: the node's
+    container restarts in place until the Job's back-off limit, then the TrainJob fails as upstream."""
+    created = create_trainjob(custom, namespace, trainjob("retries", FAIL_ON_RANK_1, trainer={"numNodes": 2}))
+    versions = watch_trainjob(
+        custom,
+        namespace,
+        "retries",
+        is_true("Failed"),
+        since=created["metadata"]["resourceVersion"],
+        timeout=120,
+    )
+    failed = condition(versions[-1], "Failed")
+    assert failed is not None
+    assert (failed["reason"], failed["message"]) == (
+        "FailedJobs",
+        "jobset failed due to one or more job failures (first failed job: retries-node-0)",
+    )
+    jobset = get_jobset(custom, namespace, "retries")
+    pod_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod_spec["restartPolicy"] == "OnFailure"
