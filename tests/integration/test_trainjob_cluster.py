@@ -353,8 +353,13 @@ def test_torchrun_reads_the_pet_environment(
     assert ranks == [0, 1, 2, 3], logs
 
 
+@pytest.mark.parametrize("propagation", [None, "Foreground"])
 def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
-    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+    custom: client.CustomObjectsApi,
+    core: client.CoreV1Api,
+    batch: client.BatchV1Api,
+    namespace: str,
+    propagation: str | None,
 ) -> None:
     selector = "jobset.sigs.k8s.io/jobset-name=doomed"
     body = trainjob(
@@ -368,8 +373,9 @@ def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
         what="both nodes running",
     )
 
+    options = {"propagation_policy": propagation} if propagation else {}
     custom.delete_namespaced_custom_object(
-        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed"
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed", **options
     )
 
     wait_for(
@@ -377,6 +383,12 @@ def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
             core.list_namespaced_pod(namespace, label_selector=selector).items
             + batch.list_namespaced_job(namespace, label_selector=selector).items
             + core.list_namespaced_service(namespace).items
+            + custom.list_namespaced_custom_object(
+                "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs"
+            )["items"]
+            + core.list_namespaced_config_map(
+                namespace, field_selector="metadata.name=doomed-runtime-snapshot"
+            ).items
             + custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets")[
                 "items"
             ]
