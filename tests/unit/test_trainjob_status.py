@@ -148,3 +148,29 @@ def test_runtime_snapshot_round_trip_and_checks() -> None:
     stranger = {**tj, "metadata": {**tj["metadata"], "uid": "u2"}}
     with pytest.raises(ValueError, match="owned by another object"):
         runtime_from_snapshot(stranger, cm)
+
+
+def test_next_status_keeps_a_deadline_failure_and_reports_expiry() -> None:
+    ref = {"name": "torch-distributed", "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"}
+    tj = trainjob(activeDeadlineSeconds=10, runtimeRef=ref)
+    status, exceeded = st.next_status(tj, None, NOW + 5)
+    assert not exceeded and status.get("conditions") == []
+    tj["status"], exceeded = st.next_status(tj, None, NOW + 11)
+    assert exceeded
+    jobset = {
+        "status": {
+            "conditions": [{"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "m"}]
+        }
+    }
+    status, exceeded = st.next_status(tj, jobset, NOW + 12)
+    assert not exceeded
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    unsupported = {
+        **trainjob(),
+        "spec": {"runtimeRef": {"name": "x", "kind": "Foo", "apiGroup": "example.com"}},
+    }
+    status, _ = st.next_status(unsupported, None, NOW)
+    assert [(c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("TrainingRuntimeNotSupported", "unsupported runtime: Foo.example.com")
+    ]
