@@ -21,7 +21,7 @@ from ...store import Change, Obj
 from ..base import Controller, ObjKey
 from ..owned import controlled_by, delete_if_present, served, write_status
 from . import status as st
-from .admission import runtime_admission, trainjob_admission
+from .admission import trainjob_admission
 from .api import (
     API_VERSION,
     CLUSTER_TRAINING_RUNTIME,
@@ -37,6 +37,7 @@ from .api import (
     suspended,
 )
 from .render import render_jobset
+from .runtime_admission import runtime_admission
 from .runtimes import default_runtimes
 from .snapshot import runtime_from_snapshot, snapshot_configmap, snapshot_name
 
