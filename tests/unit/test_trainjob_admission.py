@@ -229,3 +229,16 @@ def test_runtime_patches_change_only_while_suspended() -> None:
         in (denied.message)
     )
     assert admit(trainjob(runtimePatches=changed, suspend=True), old)["spec"]["suspend"] is True
+
+
+def test_runtime_patches_wait_for_active_jobs_to_stop() -> None:
+    jobset = {"status": {"replicatedJobsStatus": [{"name": "node", "active": 1}]}}
+    with_jobset = trainjob_admission(lookup, lambda: 1_700_000_000.0, lambda _ns, _name: jobset)
+    old = with_jobset(trainjob(runtimePatches=[patch_for("node", {"name": "node"})]), None)
+    changed = [patch_for("node", {"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]})]
+    with pytest.raises(errors.StatusError) as caught:
+        with_jobset(trainjob(runtimePatches=changed, suspend=True), old)
+    assert caught.value.message.endswith(
+        "spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's "
+        "ReplicatedJob node is still active"
+    )

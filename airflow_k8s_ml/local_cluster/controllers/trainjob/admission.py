@@ -35,6 +35,7 @@ from .api import (
 from .runtime_patches import patch_errors, patches_changed_errors, stamp_runtime_patches
 
 RuntimeLookup = Callable[[str, str, str], Obj | None]  # (kind, namespace, name) -> runtime or None
+JobSetLookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the TrainJob's JobSet or None
 Clock = Callable[[], float]
 _IMMUTABLE = (
     ("runtimeRef", "object"),
@@ -243,7 +244,9 @@ def webhook_errors(tj: Obj, lookup: RuntimeLookup) -> list[FieldError]:
     return _initializer_errors(tj, runtime) + patch_errors(tj, runtime) + _torch_errors(tj, runtime)
 
 
-def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Obj | None], Obj]:
+def trainjob_admission(
+    lookup: RuntimeLookup, clock: Clock, find_jobset: JobSetLookup = lambda _ns, _name: None
+) -> Callable[[Obj, Obj | None], Obj]:
     def admit(obj: Obj, old: Obj | None) -> Obj:
         tj = copy.deepcopy(obj)
         name = (tj.get("metadata") or {}).get("name", "")
@@ -255,7 +258,9 @@ def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Ob
         problems = crd_errors(tj, old)
         if problems:
             raise errors.invalid(KIND, GROUP, "trainjobs", name, problems)
-        denied = webhook_errors(tj, lookup) + patches_changed_errors(tj, old)
+        meta = tj.get("metadata") or {}
+        jobset = find_jobset(meta.get("namespace", ""), meta.get("name", "")) if old is not None else None
+        denied = webhook_errors(tj, lookup) + patches_changed_errors(tj, old, jobset)
         if denied:
             raise denial(WEBHOOK_TRAINJOB, GROUP, "trainjobs", name, denied)
         return tj

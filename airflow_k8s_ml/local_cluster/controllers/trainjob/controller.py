@@ -59,7 +59,12 @@ class TrainJobController(Controller):
 
     def attach(self) -> None:
         self.cluster.register_admission(
-            TRAINJOBS, trainjob_admission(self.find_runtime, self.settings.clock.now)
+            TRAINJOBS,
+            trainjob_admission(
+                self.find_runtime,
+                self.settings.clock.now,
+                lambda ns, name: self.store.find(JOBSETS, ns, name),
+            ),
         )
         self.cluster.register_admission(TRAINING_RUNTIMES, runtime_admission(TRAINING_RUNTIME))
         self.cluster.register_admission(

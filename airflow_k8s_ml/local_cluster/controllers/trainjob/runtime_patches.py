@@ -78,15 +78,32 @@ def patch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     return problems
 
 
-def patches_changed_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
+def patches_changed_errors(tj: Obj, old: Obj | None, jobset: Obj | None) -> list[FieldError]:
     """``checkRuntimePatchesImmutability``: patches change only while the TrainJob is (or becomes)
-    suspended."""
+    suspended, and not while a replicated job of its JobSet still has active Jobs."""
     if old is None:
         return []
     strip = lambda ps: [{**p, "time": None} for p in ps or []]  # noqa: E731 - the webhook's own stamp aside
     before = strip((old.get("spec") or {}).get("runtimePatches"))
     after = strip((tj.get("spec") or {}).get("runtimePatches"))
-    if before == after or suspended(old) or suspended(tj):
+    if before == after:
         return []
-    detail = "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
-    return [(_PATCH_PATH, "FieldValueForbidden", f"Forbidden: {detail}")]
+    if not (suspended(old) or suspended(tj)):
+        detail = (
+            "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
+        )
+        return [(_PATCH_PATH, "FieldValueForbidden", f"Forbidden: {detail}")]
+    active = [
+        s["name"]
+        for s in ((jobset or {}).get("status") or {}).get("replicatedJobsStatus") or []
+        if int(s.get("active") or 0) > 0
+    ]
+    return [
+        (
+            _PATCH_PATH,
+            "FieldValueForbidden",
+            f"Forbidden: RuntimePatches cannot be modified when the JobSet's ReplicatedJob {name} "
+            "is still active",
+        )
+        for name in active
+    ]
