@@ -353,8 +353,13 @@ def test_torchrun_reads_the_pet_environment(
     assert ranks == [0, 1, 2, 3], logs
 
 
+@pytest.mark.parametrize("propagation", [None, "Foreground"])
 def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
-    custom: client.CustomObjectsApi, core: client.CoreV1Api, batch: client.BatchV1Api, namespace: str
+    custom: client.CustomObjectsApi,
+    core: client.CoreV1Api,
+    batch: client.BatchV1Api,
+    namespace: str,
+    propagation: str | None,
 ) -> None:
     selector = "jobset.sigs.k8s.io/jobset-name=doomed"
     body = trainjob(
@@ -368,8 +373,9 @@ def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
         what="both nodes running",
     )
 
+    options = {"propagation_policy": propagation} if propagation else {}
     custom.delete_namespaced_custom_object(
-        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed"
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", "doomed", **options
     )
 
     wait_for(
@@ -377,6 +383,12 @@ def test_deleting_a_trainjob_removes_its_jobset_jobs_service_and_pods(
             core.list_namespaced_pod(namespace, label_selector=selector).items
             + batch.list_namespaced_job(namespace, label_selector=selector).items
             + core.list_namespaced_service(namespace).items
+            + custom.list_namespaced_custom_object(
+                "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs"
+            )["items"]
+            + core.list_namespaced_config_map(
+                namespace, field_selector="metadata.name=doomed-runtime-snapshot"
+            ).items
             + custom.list_namespaced_custom_object("jobset.x-k8s.io", "v1alpha2", namespace, "jobsets")[
                 "items"
             ]
@@ -459,3 +471,28 @@ def test_the_runtime_snapshot_keeps_a_started_trainjob_independent_of_its_runtim
     assert (
         jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["backoffLimit"] == 0
     )  # the deleted runtime's
+
+
+def test_failing_node_on_the_default_runtime_retries_in_place_then_fails(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    """torch-distributed leaves restartPolicy OnFailure and backoffLimit 6 to the defaults: the node's
+    container restarts in place until the Job's back-off limit, then the TrainJob fails as upstream."""
+    created = create_trainjob(custom, namespace, trainjob("retries", FAIL_ON_RANK_1, trainer={"numNodes": 2}))
+    versions = watch_trainjob(
+        custom,
+        namespace,
+        "retries",
+        is_true("Failed"),
+        since=created["metadata"]["resourceVersion"],
+        timeout=120,
+    )
+    failed = condition(versions[-1], "Failed")
+    assert failed is not None
+    assert (failed["reason"], failed["message"]) == (
+        "FailedJobs",
+        "jobset failed due to one or more job failures (first failed job: retries-node-0)",
+    )
+    jobset = get_jobset(custom, namespace, "retries")
+    pod_spec = jobset["spec"]["replicatedJobs"][0]["template"]["spec"]["template"]["spec"]
+    assert pod_spec["restartPolicy"] == "OnFailure"

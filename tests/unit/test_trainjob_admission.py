@@ -9,10 +9,8 @@ import pytest
 
 from airflow_k8s_ml.local_cluster import errors
 from airflow_k8s_ml.local_cluster.controllers.jobset.admission import admit_jobset
-from airflow_k8s_ml.local_cluster.controllers.trainjob.admission import (
-    runtime_admission,
-    trainjob_admission,
-)
+from airflow_k8s_ml.local_cluster.controllers.trainjob.admission import trainjob_admission
+from airflow_k8s_ml.local_cluster.controllers.trainjob.runtime_admission import runtime_admission
 from airflow_k8s_ml.local_cluster.controllers.trainjob.runtimes import torch_distributed
 
 Obj = dict[str, Any]
@@ -231,3 +229,16 @@ def test_runtime_patches_change_only_while_suspended() -> None:
         in (denied.message)
     )
     assert admit(trainjob(runtimePatches=changed, suspend=True), old)["spec"]["suspend"] is True
+
+
+def test_runtime_patches_wait_for_active_jobs_to_stop() -> None:
+    jobset = {"status": {"replicatedJobsStatus": [{"name": "node", "active": 1}]}}
+    with_jobset = trainjob_admission(lookup, lambda: 1_700_000_000.0, lambda _ns, _name: jobset)
+    old = with_jobset(trainjob(runtimePatches=[patch_for("node", {"name": "node"})]), None)
+    changed = [patch_for("node", {"name": "node", "volumeMounts": [{"name": "v", "mountPath": "/v"}]})]
+    with pytest.raises(errors.StatusError) as caught:
+        with_jobset(trainjob(runtimePatches=changed, suspend=True), old)
+    assert caught.value.message.endswith(
+        "spec.runtimePatches: Forbidden: RuntimePatches cannot be modified when the JobSet's "
+        "ReplicatedJob node is still active"
+    )

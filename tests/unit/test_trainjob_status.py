@@ -95,10 +95,9 @@ def test_pod_dns_names_under_the_pods_subdomain() -> None:
     assert named_host("example.com", "ns", "tj") is None
     ips = {"tj-node-0-0": "127.9.0.4"}
     env = {"PET_MASTER_ADDR": "tj-node-0-0.tj", "OTHER": "tj", "LATER": "tj-node-0-1.tj"}
-    out, missing = rewrite(env, "ns", "tj", lambda host, _sub: ips.get(host))
+    out = rewrite(env, "ns", "tj", lambda host, _sub: ips.get(host))
     assert out == {"PET_MASTER_ADDR": "127.9.0.4", "OTHER": "tj", "LATER": "tj-node-0-1.tj"}
-    assert missing == ["tj-node-0-1.tj"]
-    assert rewrite(env, "ns", None, lambda host, _sub: "x") == (env, [])
+    assert rewrite(env, "ns", None, lambda host, _sub: "x") == env
 
 
 def test_managed_by_another_controller_is_left_alone() -> None:
@@ -149,3 +148,29 @@ def test_runtime_snapshot_round_trip_and_checks() -> None:
     stranger = {**tj, "metadata": {**tj["metadata"], "uid": "u2"}}
     with pytest.raises(ValueError, match="owned by another object"):
         runtime_from_snapshot(stranger, cm)
+
+
+def test_next_status_keeps_a_deadline_failure_and_reports_expiry() -> None:
+    ref = {"name": "torch-distributed", "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"}
+    tj = trainjob(activeDeadlineSeconds=10, runtimeRef=ref)
+    status, exceeded = st.next_status(tj, None, NOW + 5)
+    assert not exceeded and status.get("conditions") == []
+    tj["status"], exceeded = st.next_status(tj, None, NOW + 11)
+    assert exceeded
+    jobset = {
+        "status": {
+            "conditions": [{"type": "Failed", "status": "True", "reason": "FailedJobs", "message": "m"}]
+        }
+    }
+    status, exceeded = st.next_status(tj, jobset, NOW + 12)
+    assert not exceeded
+    failed = next(c for c in status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "DeadlineExceeded"
+    unsupported = {
+        **trainjob(),
+        "spec": {"runtimeRef": {"name": "x", "kind": "Foo", "apiGroup": "example.com"}},
+    }
+    status, _ = st.next_status(unsupported, None, NOW)
+    assert [(c["reason"], c["message"]) for c in status["conditions"]] == [
+        ("TrainingRuntimeNotSupported", "unsupported runtime: Foo.example.com")
+    ]

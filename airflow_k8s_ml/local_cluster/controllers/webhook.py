@@ -8,6 +8,9 @@ also attached as ``details.causes`` (a real denial carries none) so tools can sh
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from .. import errors
 
 # A field error as field.Error renders it: (path, reason for the Status cause, message after "<path>: ").
@@ -41,3 +44,8 @@ def invalid(path: str, value: str, detail: str) -> FieldError:
 def plain(message: str) -> FieldError:
     """A plain ``error`` in the aggregate (``fmt.Errorf``): rendered without a field path."""
     return ("", "FieldValueInvalid", message)
+
+
+def render_value(value: Any) -> str:
+    """A struct or list value in a ``field.Invalid`` message (compact JSON; Go prints its own form)."""
+    return json.dumps(value, separators=(",", ":"))

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-Resolver = Callable[[str, str], str | None]  # (hostname, subdomain) -> pod IP, or None: no such pod yet
+Resolver = Callable[[str, str], str | None]  # (hostname, subdomain) -> pod IP, or None: no live pod
 
 
 def named_host(value: str, namespace: str, subdomain: str) -> str | None:
@@ -32,20 +32,16 @@ def named_host(value: str, namespace: str, subdomain: str) -> str | None:
     return None
 
 
-def rewrite(
-    env: dict[str, str], namespace: str, subdomain: str | None, resolve: Resolver
-) -> tuple[dict[str, str], list[str]]:
-    """``env`` with pod DNS names replaced by IPs, and the names that resolve to no pod yet."""
+def rewrite(env: dict[str, str], namespace: str, subdomain: str | None, resolve: Resolver) -> dict[str, str]:
+    """``env`` with the pod DNS names that name a live pod replaced by its IP. A name no live pod answers
+    to (not created yet, finished, terminating) is left as written: it does not resolve, as on a cluster
+    whose DNS has no record for it, and the program fails or retries as it would there."""
     if not subdomain:
-        return env, []
-    out, missing = dict(env), []
+        return env
+    out = dict(env)
     for key, value in env.items():
         host = named_host(value, namespace, subdomain)
-        if host is None:
-            continue
-        ip = resolve(host, subdomain)
-        if ip is None:
-            missing.append(value)
-        else:
+        ip = resolve(host, subdomain) if host is not None else None
+        if ip is not None:
             out[key] = ip
-    return out, missing
+    return out

@@ -368,13 +368,9 @@ class PodWorker:
         )
         spec_env = resolve(self.pod, container, sources, service_env, rewrite)
         subdomain = (self.pod.get("spec") or {}).get("subdomain")
-        spec_env, unresolved = pod_dns.rewrite(
+        spec_env = pod_dns.rewrite(
             spec_env, self.namespace, subdomain, self.kubelet.pod_ip_of(self.namespace)
         )
-        if unresolved:
-            raise ConfigError(
-                f'pod DNS name "{unresolved[0]}" does not resolve yet: no pod has that hostname'
-            )
         for warning in sources.warnings:
             self.event("Warning", "InvalidEnvironmentVariableNames", warning)
         mapping = {**service_env, **spec_env}

@@ -1,5 +1,6 @@
-"""One JobSet reconcile as a pure decision (jobset_controller.go ``reconcile``, failure_policy.go,
-success_policy.go): from the JobSet and its child Jobs, the new status and the actions to take.
+"""One JobSet reconcile as a pure decision (jobset_controller.go ``reconcile``, depends_on.go,
+startup_policy.go, ttl_after_finished.go; the success and failure policies are :mod:`.policies`): from the
+JobSet and its child Jobs, the new status and the actions to take.
 
 The controller applies the actions (create/delete/suspend/resume Jobs, create the Service, events);
 keeping the decision pure lets unit tests cover every policy branch without a cluster.
@@ -8,28 +9,19 @@ keeping the decision pure lets unit tests cover every policy branch without a cl
 from __future__ import annotations
 
 import copy
-import re
 from dataclasses import dataclass, field
 
 from ...meta import parse_time
 from .api import (
     ALL_JOBS_COMPLETED,
     COMPLETED,
-    FAIL_JOBSET_ACTION,
     FAILED,
-    FAILED_JOBS,
     IN_ORDER_COMPLETED,
     IN_ORDER_IN_PROGRESS,
-    REACHED_MAX_RESTARTS,
     REPLICATED_JOB_NAME_KEY,
-    RESTART_IGNORE_MAX_ACTION,
-    RESTART_JOBSET_ACTION,
-    RESTARTING,
-    RESTARTING_DEFAULT_POLICY,
     RESTARTING_JOBS_READY,
     RESTARTING_JOBSET_COMPLETED,
     RESTARTING_JOBSET_SUSPENDED,
-    RESTARTING_RULE_FORMAT,
     RESTARTS_KEY,
     RESUMED_JOBS,
     STARTUP_COMPLETED,
@@ -42,8 +34,9 @@ from .api import (
     replicated_jobs,
     suspended,
 )
-from .conditions import Event, failed, restarting_false, set_condition
+from .conditions import Event, restarting_false, set_condition
 from .jobs import desired_jobs
+from .policies import apply_failure_policy, success_reached
 
 
 @dataclass
@@ -145,102 +138,6 @@ def ttl_expired(js: Obj, now: float) -> bool:
     return False
 
 
-def _failure_condition(job: Obj) -> Obj | None:
-    for c in (job.get("status") or {}).get("conditions") or []:
-        if c.get("type") == "Failed" and c.get("status") == "True":
-            return c
-    return None
-
-
-def first_failed(jobs: list[Obj]) -> Obj | None:
-    """``findFirstFailedJob``: the Job whose Failed condition is oldest (ties: the first by name)."""
-    dated = [(str((_failure_condition(j) or {}).get("lastTransitionTime") or ""), j) for j in jobs]
-    dated = [d for d in dated if d[0]]
-    return min(dated, key=lambda d: d[0])[1] if dated else None
-
-
-def _rule_applies(rule: Obj, job: Obj) -> bool:
-    cond = _failure_condition(job) or {}
-    reasons = rule.get("onJobFailureReasons") or []
-    if reasons and cond.get("reason") not in reasons:
-        return False
-    patterns = rule.get("onJobFailureMessagePatterns") or []
-    message = str(cond.get("message") or "")
-    if patterns and not any(_search(p, message) for p in patterns):
-        return False
-    targets = rule.get("targetReplicatedJobs") or []
-    parent = (job["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY)
-    return parent is not None and (not targets or parent in targets)
-
-
-def _search(pattern: str, message: str) -> bool:
-    try:
-        return re.search(pattern, message) is not None
-    except re.error:
-        return False
-
-
-def matching_rule(rules: list[Obj], failed_jobs: list[Obj]) -> tuple[Obj | None, Obj | None]:
-    """``findFirstFailedPolicyRuleAndJob``: the first rule any failed Job matches, with the earliest such
-    Job."""
-    for rule in rules:
-        job = first_failed([j for j in failed_jobs if _rule_applies(rule, j)])
-        if job is not None:
-            return rule, job
-    return None, None
-
-
-def _with_first(why: tuple[str, str], job: Obj) -> tuple[str, str]:
-    """``messageWithFirstFailedJob``."""
-    return why[0], f"{why[1]} (first failed job: {job['metadata']['name']})"
-
-
-def apply_failure_policy(js: Obj, status: Obj, jobs: ChildJobs, now: float, events: list[Event]) -> None:
-    """``executeFailurePolicy``: no policy fails the JobSet; otherwise the first matching rule's action (by
-    default RestartJobSet), restarting until ``maxRestarts`` restarts counted towards it."""
-    policy = (js.get("spec") or {}).get("failurePolicy")
-    earliest = first_failed(jobs.failed) or jobs.failed[0]
-    if policy is None:
-        failed(status, _with_first(FAILED_JOBS, earliest), now, events)
-        return
-    rule, matched = matching_rule(list(policy.get("rules") or []), jobs.failed)
-    action = (rule or {}).get("action") or "RestartJobSet"
-    job = matched if matched is not None else earliest
-    if action == "FailJobSet":
-        failed(status, _with_first(FAIL_JOBSET_ACTION, job), now, events)
-        return
-    counted = action == "RestartJobSet"
-    if counted and int(status.get("restartsCountTowardsMax") or 0) >= int(policy.get("maxRestarts") or 0):
-        failed(status, _with_first(REACHED_MAX_RESTARTS, job), now, events)
-        return
-    base = RESTART_JOBSET_ACTION if counted else RESTART_IGNORE_MAX_ACTION
-    _, message = _with_first(base, job)
-    events.append(("Warning", base[0], message))
-    status["restarts"] = int(status.get("restarts") or 0) + 1
-    if counted:
-        status["restartsCountTowardsMax"] = int(status.get("restartsCountTowardsMax") or 0) + 1
-    reason = RESTARTING_RULE_FORMAT.format(rule["name"]) if rule is not None else RESTARTING_DEFAULT_POLICY
-    set_condition(status, RESTARTING, "True", (reason, message), now, events, warn=True)
-
-
-def success_reached(js: Obj, successful: list[Obj]) -> bool:
-    """``executeSuccessPolicy``: All (every targeted replica) or Any (one targeted Job) completed."""
-    policy = (js.get("spec") or {}).get("successPolicy") or {"operator": "All"}
-    targets = policy.get("targetReplicatedJobs") or []
-
-    def targeted(name: str | None) -> bool:
-        return not targets or name in targets
-
-    done = sum(
-        1 for j in successful if targeted((j["metadata"].get("labels") or {}).get(REPLICATED_JOB_NAME_KEY))
-    )
-    if policy.get("operator") == "Any":
-        needed = 1
-    else:
-        needed = sum(replicas(r) for r in replicated_jobs(js) if targeted(r["name"]))
-    return done >= needed
-
-
 def dependencies_reached(js: Obj, rjob_name: str, statuses: list[Obj]) -> bool:
     """``dependencyReachedStatus``: every ``dependsOn`` entry's replicated job has all its Jobs succeeded
     (``Complete``) or ready, failed or succeeded (``Ready``)."""
@@ -279,7 +176,7 @@ def decide(js: Obj, jobs: list[Obj], now: float) -> Decision:
     if not suspended(js) and _all_ready(js, status["replicatedJobsStatus"]):
         restarting_false(status, RESTARTING_JOBS_READY, now, events)
     if children.failed:
-        apply_failure_policy(js, status, children, now, events)
+        apply_failure_policy(js, status, children.failed, now, events)
         return decision
     if children.successful and success_reached(js, children.successful):
         set_condition(status, COMPLETED, "True", ALL_JOBS_COMPLETED, now, events)

@@ -1,5 +1,6 @@
-"""Admission of TrainJobs, TrainingRuntimes and ClusterTrainingRuntimes: the CRDs' defaults and CEL rules
-(422 Invalid), then Kubeflow Trainer's validating webhooks (403, ``admission webhook "..." denied``).
+"""Admission of TrainJobs: the CRD's field types, defaults and CEL rules (422 Invalid), the mutating
+webhook, then Kubeflow Trainer's validating webhook (403, ``admission webhook "..." denied``). Runtime
+patches are checked in :mod:`.runtime_patches`, the runtimes themselves in :mod:`.runtime_admission`.
 
 The TrainJob webhook needs the referenced runtime (it must exist before the TrainJob), so its admission is
 built with a lookup: :func:`trainjob_admission` returns the hook the controller registers.
@@ -8,20 +9,14 @@ built with a lookup: :func:`trainjob_admission` returns the hook the controller 
 from __future__ import annotations
 
 import copy
-import json
 from collections.abc import Callable
-from typing import Any
 
-from airflow_k8s_ml.k8s.names import dns1123_subdomain_errors, is_dns1035_label
+from airflow_k8s_ml.k8s.names import is_dns1035_label
 
 from ... import errors
-from ...meta import rfc3339
 from ..crd_types import check_fields, check_type
-from ..jobset.admission import spec_type_errors
-from ..webhook import FieldError, denial, invalid, plain
+from ..webhook import FieldError, denial, invalid, plain, render_value
 from .api import (
-    ANCESTOR_LABEL,
-    ANCESTOR_TRAINER,
     CLUSTER_TRAINING_RUNTIME,
     DATASET_INITIALIZER,
     GROUP,
@@ -30,19 +25,17 @@ from .api import (
     MANAGER,
     MODEL_INITIALIZER,
     MULTIKUEUE_MANAGER,
-    NODE,
     TORCH_RESERVED_ENVS,
-    TRAINING_RUNTIME,
-    WEBHOOK_CLUSTER_TRAINING_RUNTIME,
-    WEBHOOK_TRAINING_RUNTIME,
     WEBHOOK_TRAINJOB,
     Obj,
+    job_containers,
     registry_key,
     supported,
-    suspended,
 )
+from .runtime_patches import patch_errors, patches_changed_errors, stamp_runtime_patches
 
 RuntimeLookup = Callable[[str, str, str], Obj | None]  # (kind, namespace, name) -> runtime or None
+JobSetLookup = Callable[[str, str], Obj | None]  # (namespace, name) -> the TrainJob's JobSet or None
 Clock = Callable[[], float]
 _IMMUTABLE = (
     ("runtimeRef", "object"),
@@ -51,31 +44,9 @@ _IMMUTABLE = (
     ("activeDeadlineSeconds", "integer"),
     ("managedBy", "string"),
 )
-_EXPECTED_CONTAINER = {
-    ANCESTOR_TRAINER: NODE,
-    DATASET_INITIALIZER: DATASET_INITIALIZER,
-    MODEL_INITIALIZER: MODEL_INITIALIZER,
-}
-
-
-def _go_json(value: Any) -> str:
-    return json.dumps(value, separators=(",", ":"))
 
 
 # -- TrainJob: CRD defaults and CEL rules ---------------------------------------------------------------
-def stamp_runtime_patches(tj: Obj, old: Obj | None, now: float) -> None:
-    """The mutating webhook (``defaulter.trainjob.trainer.kubeflow.org``): a runtime patch gets ``time`` when
-    it is new or changed; an unchanged one keeps its old time."""
-    before = {p.get("manager"): p for p in ((old or {}).get("spec") or {}).get("runtimePatches") or []}
-    for patch in (tj.get("spec") or {}).get("runtimePatches") or []:
-        previous = before.get(patch.get("manager"))
-        if previous is not None:
-            same = {**previous, "time": None} == {**patch, "time": None}
-            patch["time"] = previous.get("time") if same else rfc3339(now)
-        elif patch.get("time") is None:
-            patch["time"] = rfc3339(now)
-
-
 def set_defaults(tj: Obj) -> None:
     spec = tj.setdefault("spec", {})
     ref = spec.setdefault("runtimeRef", {})
@@ -183,19 +154,6 @@ def crd_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
 
 
 # -- TrainJob: the validating webhook --------------------------------------------------------------------
-def _job_containers(runtime: Obj) -> dict[str, set[str]]:
-    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-        "replicatedJobs"
-    ) or []
-    out: dict[str, set[str]] = {}
-    for rjob in rjobs:
-        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
-        names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
-        names |= {c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []}
-        out[str(rjob.get("name"))] = {str(n) for n in names}
-    return out
-
-
 def _has_initializer_mount(runtime: Obj, step: str) -> bool:
     rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
         "replicatedJobs"
@@ -213,8 +171,8 @@ def _has_initializer_mount(runtime: Obj, step: str) -> bool:
 def _initializer_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     """The jobset plugin's ``Validate``: a configured initializer needs its job, container and mount."""
     spec = tj.get("spec") or {}
-    ref = _go_json(spec.get("runtimeRef"))
-    containers = _job_containers(runtime)
+    ref = render_value(spec.get("runtimeRef"))
+    containers = job_containers(runtime)
     problems: list[FieldError] = []
     for key, step, config in (
         ("dataset", DATASET_INITIALIZER, "datasetConfig"),
@@ -246,73 +204,6 @@ def _initializer_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     return problems
 
 
-def _manager_errors(manager: str) -> list[FieldError]:
-    """``IsDomainPrefixedPath`` of a runtime patch's manager."""
-    path = "spec.runtimePatches.manager"
-    if not manager:
-        return [(path, "FieldValueRequired", "Required value")]
-    host, sep, rest = manager.partition("/")
-    if not sep or not rest:
-        return [invalid(path, f'"{manager}"', 'must be a domain-prefixed path (such as "acme.io/foo")')]
-    return [invalid(path, f'"{host}"', m) for m in dns1123_subdomain_errors(host)]
-
-
-_PATCH_PATH = "spec.runtimePatches"
-_ENV_OWNED = (
-    DATASET_INITIALIZER,
-    MODEL_INITIALIZER,
-    NODE,
-)  # their env comes from the Trainer/Initializer APIs
-
-
-def _pod_patch_errors(job: str, pod: Obj, known: set[str], value: str) -> list[FieldError]:
-    problems: list[FieldError] = []
-    for field, what in (("initContainers", "initContainer"), ("containers", "container")):
-        for c in pod.get(field) or []:
-            if c.get("name") not in known:
-                detail = f"must not have {what} that doesn't exist in the runtime job {job}"
-                problems.append(invalid(_PATCH_PATH, value, detail))
-            elif field == "containers" and c.get("env") and c.get("name") in _ENV_OWNED:
-                detail = f"must not have envs for the {', '.join(_ENV_OWNED)} containers"
-                problems.append(invalid(_PATCH_PATH, value, detail))
-    return problems
-
-
-def _patch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
-    """The jobset plugin's checks of ``runtimePatches``: a domain-prefixed manager, replicated jobs and
-    containers that exist in the runtime, and no env for the node and initializer containers."""
-    patches = (tj.get("spec") or {}).get("runtimePatches") or []
-    value = _go_json(patches)
-    containers = _job_containers(runtime)
-    problems: list[FieldError] = []
-    for patch in patches:
-        problems += _manager_errors(str(patch.get("manager") or ""))
-        spec = (((patch.get("trainingRuntimeSpec") or {}).get("template")) or {}).get("spec") or {}
-        for rjob in spec.get("replicatedJobs") or []:
-            name = str(rjob.get("name"))
-            if name not in containers:
-                detail = "must not have replicated job that doesn't exist in the runtime job template"
-                problems.append(invalid(_PATCH_PATH, value, detail))
-                continue
-            pod = ((((rjob.get("template") or {}).get("spec") or {}).get("template")) or {}).get("spec") or {}
-            problems += _pod_patch_errors(name, pod, containers[name], value)
-    return problems
-
-
-def _patches_changed_errors(tj: Obj, old: Obj | None) -> list[FieldError]:
-    """``checkRuntimePatchesImmutability``: patches change only while the TrainJob is (or becomes)
-    suspended."""
-    if old is None:
-        return []
-    strip = lambda ps: [{**p, "time": None} for p in ps or []]  # noqa: E731 - the webhook's own stamp aside
-    before = strip((old.get("spec") or {}).get("runtimePatches"))
-    after = strip((tj.get("spec") or {}).get("runtimePatches"))
-    if before == after or suspended(old) or suspended(tj):
-        return []
-    detail = "RuntimePatches can only be modified when the TrainJob is suspended before or after the update"
-    return [(_PATCH_PATH, "FieldValueForbidden", f"Forbidden: {detail}")]
-
-
 def _torch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     """The torch plugin's ``Validate``: the PET_* variables are the plugin's to set."""
     if ((runtime.get("spec") or {}).get("mlPolicy") or {}).get("torch") is None:
@@ -324,7 +215,7 @@ def _torch_errors(tj: Obj, runtime: Obj) -> list[FieldError]:
     return [
         invalid(
             "spec.trainer.env",
-            _go_json(env),
+            render_value(env),
             f"must not have reserved envs, invalid envs configured: [{' '.join(reserved)}]",
         )
     ]
@@ -345,15 +236,17 @@ def webhook_errors(tj: Obj, lookup: RuntimeLookup) -> list[FieldError]:
         return [
             invalid(
                 path,
-                _go_json(ref),
+                render_value(ref),
                 f'{plural}.{GROUP} "{name}" not found: specified {what} must be created before the '
                 "TrainJob is created",
             )
         ]
-    return _initializer_errors(tj, runtime) + _patch_errors(tj, runtime) + _torch_errors(tj, runtime)
+    return _initializer_errors(tj, runtime) + patch_errors(tj, runtime) + _torch_errors(tj, runtime)
 
 
-def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Obj | None], Obj]:
+def trainjob_admission(
+    lookup: RuntimeLookup, clock: Clock, find_jobset: JobSetLookup = lambda _ns, _name: None
+) -> Callable[[Obj, Obj | None], Obj]:
     def admit(obj: Obj, old: Obj | None) -> Obj:
         tj = copy.deepcopy(obj)
         name = (tj.get("metadata") or {}).get("name", "")
@@ -365,7 +258,9 @@ def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Ob
         problems = crd_errors(tj, old)
         if problems:
             raise errors.invalid(KIND, GROUP, "trainjobs", name, problems)
-        denied = webhook_errors(tj, lookup) + _patches_changed_errors(tj, old)
+        meta = tj.get("metadata") or {}
+        jobset = find_jobset(meta.get("namespace", ""), meta.get("name", "")) if old is not None else None
+        denied = webhook_errors(tj, lookup) + patches_changed_errors(tj, old, jobset)
         if denied:
             raise denial(WEBHOOK_TRAINJOB, GROUP, "trainjobs", name, denied)
         return tj
@@ -373,63 +268,4 @@ def trainjob_admission(lookup: RuntimeLookup, clock: Clock) -> Callable[[Obj, Ob
     return admit
 
 
-# -- TrainingRuntime / ClusterTrainingRuntime: the validating webhooks -------------------------------------
-def runtime_errors(runtime: Obj) -> list[FieldError]:
-    """``validateReplicatedJobs``: initializer and trainer jobs have one replica and their container."""
-    base = "spec.template.spec.replicatedJobs"
-    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
-        "replicatedJobs"
-    ) or []
-    problems: list[FieldError] = []
-    for index, rjob in enumerate(rjobs):
-        labels = ((rjob.get("template") or {}).get("metadata") or {}).get("labels")
-        step = (labels or {}).get(ANCESTOR_LABEL)
-        if step not in _EXPECTED_CONTAINER:
-            continue
-        replicas = rjob.get("replicas", 1)
-        if replicas != 1:
-            problems.append(invalid(f"{base}[{index}].replicas", str(replicas), "always must be 1"))
-        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
-        containers = (pod.get("spec") or {}).get("containers") or []
-        if not any(c.get("name") == _EXPECTED_CONTAINER[step] for c in containers):
-            problems.append(
-                invalid(
-                    f"{base}[{index}].template.spec.template.spec.containers",
-                    _go_json(containers),
-                    f"must contain the required container for the ancestor: {step}",
-                )
-            )
-    return problems
-
-
-def runtime_admission(kind: str) -> Callable[[Obj, Obj | None], Obj]:
-    webhook = (
-        WEBHOOK_CLUSTER_TRAINING_RUNTIME if kind == CLUSTER_TRAINING_RUNTIME else WEBHOOK_TRAINING_RUNTIME
-    )
-    plural = kind.lower() + "s"
-
-    def admit(obj: Obj, old: Obj | None) -> Obj:
-        name = (obj.get("metadata") or {}).get("name", "")
-        spec = obj.get("spec", {})
-        typed = check_type("spec", spec, "object")
-        if not typed:
-            typed = check_fields(spec, "spec", {"mlPolicy": "object", "template": "object"})
-            typed += check_fields(
-                spec.get("mlPolicy"), "spec.mlPolicy", {"numNodes": "integer", "torch": "object"}
-            )
-            template = spec.get("template")
-            if isinstance(template, dict) and "spec" in template:
-                typed += spec_type_errors(template["spec"], "spec.template.spec")
-        if typed:
-            raise errors.invalid(kind, GROUP, plural, name, typed)
-        if old is not None:  # ValidateUpdate accepts everything
-            return obj
-        problems = runtime_errors(obj)
-        if problems:
-            raise denial(webhook, GROUP, plural, name, problems)
-        return obj
-
-    return admit
-
-
-__all__ = ["TRAINING_RUNTIME", "runtime_admission", "runtime_errors", "trainjob_admission", "webhook_errors"]
+__all__ = ["trainjob_admission", "webhook_errors"]

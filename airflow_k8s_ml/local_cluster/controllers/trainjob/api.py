@@ -77,3 +77,18 @@ def managed_here(tj: Obj) -> bool:
 def master_addr(name: str) -> str:
     """``<trainjob>-node-0-0.<trainjob>``: the first node pod's DNS name through the headless Service."""
     return f"{name}-{NODE}-0-0.{name}"
+
+
+def job_containers(runtime: Obj) -> dict[str, set[str]]:
+    """Per replicated job of the runtime's JobSet template, the names of its containers and init containers
+    (what the webhooks check TrainJob references against)."""
+    rjobs = (((runtime.get("spec") or {}).get("template") or {}).get("spec") or {}).get(
+        "replicatedJobs"
+    ) or []
+    out: dict[str, set[str]] = {}
+    for rjob in rjobs:
+        pod = ((rjob.get("template") or {}).get("spec") or {}).get("template") or {}
+        names = {c.get("name") for c in (pod.get("spec") or {}).get("containers") or []}
+        names |= {c.get("name") for c in (pod.get("spec") or {}).get("initContainers") or []}
+        out[str(rjob.get("name"))] = {str(n) for n in names}
+    return out

@@ -19,29 +19,25 @@ from ... import errors
 from ...meta import controller_ref
 from ...store import Change, Obj
 from ..base import Controller, ObjKey
-from ..metav1_conditions import find
 from ..owned import controlled_by, delete_if_present, served, write_status
 from . import status as st
-from .admission import runtime_admission, trainjob_admission
+from .admission import trainjob_admission
 from .api import (
     API_VERSION,
     CLUSTER_TRAINING_RUNTIME,
     CONTROLLER_NAME,
-    DEADLINE_EXCEEDED_REASON,
-    FAILED,
     GROUP,
     KIND,
     RESOURCES_CREATION_FAILED,
-    RUNTIME_NOT_SUPPORTED_REASON,
     TRAINING_RUNTIME,
     VERSION,
     managed_here,
-    registry_key,
     runtime_ref,
     supported,
     suspended,
 )
 from .render import render_jobset
+from .runtime_admission import runtime_admission
 from .runtimes import default_runtimes
 from .snapshot import runtime_from_snapshot, snapshot_configmap, snapshot_name
 
@@ -63,7 +59,12 @@ class TrainJobController(Controller):
 
     def attach(self) -> None:
         self.cluster.register_admission(
-            TRAINJOBS, trainjob_admission(self.find_runtime, self.settings.clock.now)
+            TRAINJOBS,
+            trainjob_admission(
+                self.find_runtime,
+                self.settings.clock.now,
+                lambda ns, name: self.store.find(JOBSETS, ns, name),
+            ),
         )
         self.cluster.register_admission(TRAINING_RUNTIMES, runtime_admission(TRAINING_RUNTIME))
         self.cluster.register_admission(
@@ -103,26 +104,13 @@ class TrainJobController(Controller):
         if tj is None or tj["metadata"].get("deletionTimestamp") or not managed_here(tj):
             return
         tj = copy.deepcopy(tj)
-        now = self.settings.clock.now()
-        status = copy.deepcopy(tj.get("status") or {})
-        if not supported(tj):
-            st.set_failed(
-                status, RUNTIME_NOT_SUPPORTED_REASON, f"unsupported runtime: {registry_key(tj)}", now
-            )
-        elif not st.is_finished(tj):
+        if supported(tj) and not st.is_finished(tj):
             self._reconcile_jobset(tj)
-        st.set_suspended(status, tj, now)
-        deadline_failure = find(status.get("conditions"), FAILED)
-        if deadline_failure is not None and deadline_failure.get("reason") != DEADLINE_EXCEEDED_REASON:
-            deadline_failure = None
         jobset = self.store.find(JOBSETS, *key)
-        if jobset is not None and (controller_ref(jobset) or {}).get("uid") == tj["metadata"]["uid"]:
-            st.from_jobset(status, jobset)
-        if deadline_failure is not None:
-            st.set_failed(status, DEADLINE_EXCEEDED_REASON, str(deadline_failure.get("message")), now)
-        due = st.deadline(tj, status)
-        if due is not None and now > due:
-            st.exceed_deadline(status, now)
+        if jobset is not None and (controller_ref(jobset) or {}).get("uid") != tj["metadata"]["uid"]:
+            jobset = None
+        status, exceeded = st.next_status(tj, jobset, self.settings.clock.now())
+        if exceeded:
             delete_if_present(self.store, JOBSETS, *key)
         if status != (tj.get("status") or {}):
             write_status(self.store, TRAINJOBS, tj, status)

@@ -17,10 +17,13 @@ from .api import (
     FAILED,
     RESUMED_MESSAGE,
     RESUMED_REASON,
+    RUNTIME_NOT_SUPPORTED_REASON,
     SUSPENDED,
     SUSPENDED_MESSAGE,
     SUSPENDED_REASON,
     Obj,
+    registry_key,
+    supported,
     suspended,
 )
 
@@ -83,3 +86,24 @@ def deadline(tj: Obj, status: Obj) -> float | None:
 
 def exceed_deadline(status: Obj, now: float) -> None:
     set_failed(status, DEADLINE_EXCEEDED_REASON, DEADLINE_EXCEEDED_MESSAGE, now)
+
+
+def next_status(tj: Obj, jobset: Obj | None, now: float) -> tuple[Obj, bool]:
+    """One reconcile's status (``Reconcile`` after ``reconcileObjects``), and whether the active deadline
+    ran out now (the caller then deletes the JobSet). A DeadlineExceeded failure survives the JobSet's."""
+    status = copy.deepcopy(tj.get("status") or {})
+    if not supported(tj):
+        set_failed(status, RUNTIME_NOT_SUPPORTED_REASON, f"unsupported runtime: {registry_key(tj)}", now)
+    set_suspended(status, tj, now)
+    kept = find(status.get("conditions"), FAILED)
+    if kept is not None and kept.get("reason") != DEADLINE_EXCEEDED_REASON:
+        kept = None
+    if jobset is not None:
+        from_jobset(status, jobset)
+    if kept is not None:
+        set_failed(status, DEADLINE_EXCEEDED_REASON, str(kept.get("message")), now)
+    due = deadline(tj, status)
+    exceeded = due is not None and now > due
+    if exceeded:
+        exceed_deadline(status, now)
+    return status, exceeded
