@@ -234,7 +234,10 @@ def _deadlines(facts: TaskFacts, live: LiveStatus | None, now: float) -> tuple[D
         if live is not None and live.phase == phase:
             since = live.running_since if phase == "running" else live.phase_since
         if since is not None:
-            out.append(Deadline(name, seconds, since + seconds - now, f"{phase} since {_iso(since)}"))
+            # at most the whole budget: the phase's start is the cluster's clock, ``now`` Airflow's, and a
+            # skew between them (or a clock step) must not show more time left than the budget has
+            left = min(seconds, since + seconds - now)
+            out.append(Deadline(name, seconds, left, f"{phase} since {_iso(since)}"))
         else:
             note = (
                 f"counts from the {phase} phase's start (unknown without a live read)"

@@ -149,6 +149,21 @@ def test_failed_shows_where_training_stopped_and_why(tmp_path: Path) -> None:
     assert 'data-marker="stopped" data-step="2"' in training_page(view)
 
 
+def test_a_phase_start_ahead_of_airflows_clock_never_shows_more_than_the_budget(tmp_path: Path) -> None:
+    uri, history = _history(tmp_path, 1, pending=False)
+    record = _record()
+    trigger = {
+        "deadlines": Deadlines.parse(run_timeout=3600).to_payload(),
+        "task_started_at": record.submitted_at,
+        "kubernetes_conn_id": "kubernetes_default",
+    }
+    # the cluster stamped the container start 0.3 s after Airflow's "now" (clock skew or a clock step)
+    live = LiveStatus({"phase": "running", "reason": "", "message": ""}, "running", NOW + 0.3, NOW + 0.3)
+    facts = _facts("deferred", uri, record=record.to_dict(), trigger=trigger)
+    view = build_view(facts, history, now=NOW, live=live)
+    assert {d.name: d.left_seconds for d in view.deadlines}["run_timeout"] == 3600.0
+
+
 def test_a_deadline_outcome_names_the_deadline(tmp_path: Path) -> None:
     uri, history = _history(tmp_path, 1)
     running = WorkloadState("running")
