@@ -194,20 +194,32 @@ def _rollout_seconds(kubeconfig: Path, deploy: dict[str, Any]) -> float:
 
 
 def _workload_seconds(kubeconfig: Path, result: dict[str, Any]) -> float:
-    """A training or batch workload's own run time: from its XCom, else from the object's status
-    (``startTime`` to ``completionTime``)."""
+    """A training or batch workload's own run time: from its XCom, else from its Jobs' status (``startTime``
+    to ``completionTime``): the Job itself, or a TrainJob's node Jobs (a TrainJob's status has no times;
+    its JobSet's Jobs carry ``jobset.sigs.k8s.io/jobset-name``)."""
     if result.get("duration_seconds"):
         return float(result["duration_seconds"])
-    if result.get("kind", "Job") != "Job" or not result.get("name"):
+    kind, name = result.get("kind", "Job"), result.get("name")
+    if kind not in ("Job", "TrainJob") or not name:
         return 0.0
     from kubernetes import client, config
 
     api = config.new_client_from_config(config_file=str(kubeconfig))
     try:
-        status = client.BatchV1Api(api).read_namespaced_job(result["name"], result["namespace"]).status
-        if status.start_time and status.completion_time:
-            return float((status.completion_time - status.start_time).total_seconds())
-        return 0.0
+        batch = client.BatchV1Api(api)
+        if kind == "Job":
+            statuses = [batch.read_namespaced_job(name, result["namespace"]).status]
+        else:
+            selector = f"jobset.sigs.k8s.io/jobset-name={name}"
+            statuses = [
+                j.status
+                for j in batch.list_namespaced_job(result["namespace"], label_selector=selector).items
+            ]
+        starts = [s.start_time for s in statuses if s.start_time]
+        ends = [s.completion_time for s in statuses if s.completion_time]
+        if not starts or len(ends) < len(statuses):
+            return 0.0
+        return float((max(ends) - min(starts)).total_seconds())
     finally:
         api.close()
 
@@ -242,9 +254,11 @@ def collect(rest: AirflowRest, dag_id: str, run_id: str, services: Any) -> dict[
         output = batch["manual_job"]["output_uri"].rstrip("/") + "/_SUMMARY.json"
         summary["batch_summary_uri"] = output
         summary["batch_summary"] = _s3_json(output, services.s3_env, services.s3_endpoint)
-    jobs = sum(
+    if isinstance(training, dict):
+        summary["training_seconds"] = _workload_seconds(services.kubeconfig, training)
+    jobs = summary.get("training_seconds", 0.0) + sum(
         _workload_seconds(services.kubeconfig, x)
-        for x in (training, (batch or {}).get("manual_job"))
+        for x in ((batch or {}).get("manual_job"),)
         if isinstance(x, dict)
     )
     rollout = _rollout_seconds(services.kubeconfig, deploy) if deploy else 0.0
@@ -279,7 +293,7 @@ def render(summary: dict[str, Any]) -> str:
     if training:
         lines.append(
             f"training: {training.get('kind')} {training.get('namespace')}/{training.get('name')} "
-            f"{_phase(training.get('state'))} in {float(training.get('duration_seconds') or 0):.1f}s "
+            f"{_phase(training.get('state'))} in {float(summary.get('training_seconds') or 0):.1f}s "
             f"(attempts {training.get('attempts')}, resumed from {training.get('resumed_from')})"
         )
     if summary.get("training_tab"):
