@@ -23,8 +23,8 @@ def make_queues(
     strategy: str = "BestEffortFIFO",
     preemption: str = "Never",
 ) -> tuple[str, str]:
-    """A ClusterQueue of ``gpus`` nvidia.com/gpu (plus ample cpu and memory) for every
-    namespace, and a LocalQueue ``user-queue`` in ``namespace``; returns (cluster queue, local queue) names."""
+    """A ClusterQueue of ``gpus`` nvidia.com/gpu (plus ample cpu and memory) for every namespace, and a
+    LocalQueue ``user-queue`` in ``namespace``; returns (cluster queue, local queue) names."""
     if not _exists(custom, "resourceflavors", flavor):
         custom.create_cluster_custom_object(
             GROUP,
@@ -87,17 +87,16 @@ def _exists(custom: client.CustomObjectsApi, plural: str, name: str) -> bool:
         raise
 
 
-def workload_of(custom: client.CustomObjectsApi, namespace: str, kind: str, name: str) -> Obj | None:
-    """The Workload whose controller is the ``kind`` object ``name`` (None until it exists)."""
+def workload_of(custom: client.CustomObjectsApi, namespace: str, kind: str, name: str) -> Obj:
+    """The Workload whose controller is the ``kind`` object ``name`` (empty until it exists)."""
     items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
     for wl in items:
         for ref in wl["metadata"].get("ownerReferences") or []:
             if ref.get("controller") and ref.get("kind") == kind and ref.get("name") == name:
                 return wl  # type: ignore[no-any-return]
-    return None
+    return {}
 
 
-def condition(wl: Obj | None, type_: str) -> Obj | None:
-    return next(
-        (c for c in ((wl or {}).get("status") or {}).get("conditions") or [] if c["type"] == type_), None
-    )
+def condition(wl: Obj, type_: str) -> Obj:
+    """The condition ``type_`` of a Workload (empty when absent)."""
+    return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == type_), {})

@@ -4,7 +4,6 @@ higher-priority workload preempts a lower one."""
 
 from __future__ import annotations
 
-import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from kubernetes import client
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.local_cluster.settings import NodeCapacity
 
-from ..cluster_fixtures import fast_settings, python_cmd, wait_for
+from ..cluster_fixtures import fast_settings, python_cmd, wait_for, watch_versions
 from .kueue_helpers import (
     GPU,
     GROUP,
@@ -92,7 +91,7 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     batch.create_namespaced_job(namespace, gpu_job("first", lq, _wait_file(release)))
     first_wl = wait_for(
         lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: (condition(wl, "Admitted") or {}).get("status") == "True",
+        lambda wl: condition(wl, "Admitted").get("status") == "True",
         what="first admitted",
     )
     assert (
@@ -108,7 +107,7 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     assert created.spec.suspend is True  # the webhook suspends a queued job at creation
     second_wl = wait_for(
         lambda: workload_of(custom, namespace, "Job", "second"),
-        lambda wl: condition(wl, "QuotaReserved") is not None,
+        lambda wl: condition(wl, "QuotaReserved"),
         what="second's QuotaReserved condition",
     )
     reserved = condition(second_wl, "QuotaReserved")
@@ -126,11 +125,178 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     wait_for(lambda: _complete(_job(batch, namespace, "first")), what="first complete", timeout=60)
     finished = wait_for(
         lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: (condition(wl, "Finished") or {}).get("status") == "True",
+        lambda wl: condition(wl, "Finished").get("status") == "True",
         what="first's Workload finished",
     )
     assert condition(finished, "Finished")["reason"] == "Succeeded"
     wait_for(lambda: _complete(_job(batch, namespace, "second")), what="second complete", timeout=60)
     second_wl = workload_of(custom, namespace, "Job", "second")
-    assert (condition(second_wl, "Admitted") or {}).get("status") == "True"
+    assert condition(second_wl, "Admitted").get("status") == "True"
     assert len(_pods(core, namespace, "job-name=second")) == 1  # exactly one pod: never duplicated
+
+
+def _pytorchjob(name: str, queue: str, workers: int, code: str) -> Obj:
+    def replica(count: int) -> Obj:
+        container = {
+            "name": "pytorch",
+            "image": "python:3.11",
+            "command": python_cmd(code),
+            "resources": {"limits": {GPU: "1"}},
+        }
+        return {
+            "replicas": count,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)}},
+    }
+
+
+def test_gang_is_never_partly_started_and_is_admitted_whole(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    cq, lq = make_queues(custom, namespace, gpus=2)
+    body = _pytorchjob("gang", lq, 2, "print('rank up')")
+    created = custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs", body)
+    assert created["spec"]["runPolicy"]["suspend"] is True
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="gang's QuotaReserved condition",
+    )
+    assert wl["metadata"]["name"].startswith("pytorchjob-gang-")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("master", 1), ("worker", 2)]
+    assert condition(wl, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor "
+        "default-flavor, 1 more needed"
+    )
+    assert _pods(core, namespace, "training.kubeflow.org/job-name=gang") == []
+
+    set_gpu_quota(custom, cq, 3)
+    admitted = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "Admitted").get("status") == "True",
+        what="gang admitted",
+    )
+    usage = {a["name"]: a["resourceUsage"][GPU] for a in admitted["status"]["admission"]["podSetAssignments"]}
+    assert usage == {"master": "1", "worker": "2"}
+    finished = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "Finished").get("status") == "True",
+        what="gang finished",
+        timeout=60,
+    )
+    assert condition(finished, "Finished")["reason"] == "Succeeded"
+    assert len(_pods(core, namespace, "training.kubeflow.org/job-name=gang")) == 3
+
+
+def test_higher_priority_workload_preempts_lower_one(
+    custom: client.CustomObjectsApi, batch: client.BatchV1Api, core: client.CoreV1Api, namespace: str
+) -> None:
+    _, lq = make_queues(custom, namespace, gpus=1, preemption="LowerPriority")
+    for name, value in (("low-" + namespace[-6:], 10), ("high-" + namespace[-6:], 1000)):
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", body)
+    low_class, high_class = "low-" + namespace[-6:], "high-" + namespace[-6:]
+    sleeper = python_cmd("import time; time.sleep(120)")
+    batch.create_namespaced_job(
+        namespace, gpu_job("low", lq, sleeper, {"kueue.x-k8s.io/priority-class": low_class})
+    )
+    wait_for(lambda: _pods(core, namespace, "job-name=low"), what="low's pod")
+    low_wl = workload_of(custom, namespace, "Job", "low")
+    assert low_wl and low_wl["spec"]["priority"] == 10
+    assert low_wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+
+    batch.create_namespaced_job(
+        namespace,
+        gpu_job("high", lq, python_cmd("print('high')"), {"kueue.x-k8s.io/priority-class": high_class}),
+    )
+    seen = watch_versions(
+        custom.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        "workloads",
+        name=low_wl["metadata"]["name"],
+        until=lambda w: condition(w, "Evicted").get("status") == "True",
+        timeout=30,
+        since=low_wl["metadata"]["resourceVersion"],
+    )
+    evicted = condition(seen[-1], "Evicted")
+    assert evicted and evicted["reason"] == "Preempted"
+    high_wl = wait_for(lambda: workload_of(custom, namespace, "Job", "high"), what="high's workload")
+    job_uid = high_wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"]
+    assert evicted["message"] == (
+        f"Preempted to accommodate a workload (UID: {high_wl['metadata']['uid']}, JobUID: {job_uid}) "
+        "due to prioritization in the ClusterQueue"
+    )
+    wait_for(lambda: _complete(_job(batch, namespace, "high")), what="high complete", timeout=60)
+    # The low job was stopped (suspended, its pod deleted) and requeued; with the GPU free again it is
+    # admitted anew, its eviction kept as history.
+    readmitted = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "low"),
+        lambda w: condition(w, "Admitted").get("status") == "True",
+        what="low re-admitted",
+    )
+    assert condition(readmitted, "Evicted")["status"] == "False"
+    assert condition(readmitted, "Evicted")["message"].startswith("Previously: Preempted to accommodate")
+    assert condition(readmitted, "Requeued").get("reason") == "Preempted"
+
+
+def test_deleting_a_job_deletes_its_workload(
+    custom: client.CustomObjectsApi, batch: client.BatchV1Api, namespace: str
+) -> None:
+    _, lq = make_queues(custom, namespace, gpus=0)
+    batch.create_namespaced_job(namespace, gpu_job("doomed", lq, python_cmd("pass")))
+    wait_for(lambda: workload_of(custom, namespace, "Job", "doomed"), what="workload")
+    batch.delete_namespaced_job("doomed", namespace)
+    wait_for(lambda: not workload_of(custom, namespace, "Job", "doomed"), what="workload deleted")
+
+
+def test_kubectl_get_queues_and_workloads(
+    cluster: ClusterThread,
+    custom: client.CustomObjectsApi,
+    batch: client.BatchV1Api,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    from .test_kubectl import kubectl
+
+    cq, lq = make_queues(custom, namespace, gpus=0)
+    batch.create_namespaced_job(namespace, gpu_job("waiting", lq, python_cmd("pass")))
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "waiting"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="pending workload",
+    )
+    wait_for(
+        lambda: custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq).get("status", {}),
+        lambda s: s.get("pendingWorkloads") == 1,
+        what="cq pending count",
+    )
+    cqs = kubectl(cluster, tmp_path, "get", "clusterqueue", cq).stdout.splitlines()
+    assert cqs[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
+    assert cqs[1].split() == [cq, "1"]
+    wide = kubectl(cluster, tmp_path, "get", "cq", cq, "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+    assert wide[1].split() == [cq, "BestEffortFIFO", "1", "0"]
+    lqs = kubectl(cluster, tmp_path, "get", "-n", namespace, "localqueues").stdout.splitlines()
+    assert lqs[0].split() == ["NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+    assert lqs[1].split() == [lq, cq, "1", "0"]
+    wls = kubectl(cluster, tmp_path, "get", "-n", namespace, "workloads").stdout.splitlines()
+    assert wls[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
+    assert wls[1].split()[:2] == [wl["metadata"]["name"], lq]
