@@ -75,6 +75,16 @@ def _complete(job: Obj) -> bool:
     )
 
 
+def _wait_true(custom: client.CustomObjectsApi, namespace: str, kind: str, name: str, type_: str) -> Obj:
+    """The Workload of the ``kind`` object ``name`` once its condition ``type_`` is True."""
+    return wait_for(
+        lambda: workload_of(custom, namespace, kind, name),
+        lambda wl: condition(wl, type_).get("status") == "True",
+        timeout=60,
+        what=f"{type_} of the Workload of {kind} {name}",
+    )
+
+
 def _pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[Any]:
     return list(core.list_namespaced_pod(namespace, label_selector=selector).items)
 
@@ -89,11 +99,7 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     cq, lq = make_queues(custom, namespace, gpus=1)
     release = tmp_path / "release"
     batch.create_namespaced_job(namespace, gpu_job("first", lq, _wait_file(release)))
-    first_wl = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: condition(wl, "Admitted").get("status") == "True",
-        what="first admitted",
-    )
+    first_wl = _wait_true(custom, namespace, "Job", "first", "Admitted")
     assert (
         first_wl["metadata"]["name"].startswith("job-first-")
         and len(first_wl["metadata"]["name"]) == len("job-first-") + 5
@@ -123,11 +129,7 @@ def test_second_gpu_job_waits_for_quota_then_runs(
 
     release.touch()
     wait_for(lambda: _complete(_job(batch, namespace, "first")), what="first complete", timeout=60)
-    finished = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: condition(wl, "Finished").get("status") == "True",
-        what="first's Workload finished",
-    )
+    finished = _wait_true(custom, namespace, "Job", "first", "Finished")
     assert condition(finished, "Finished")["reason"] == "Succeeded"
     wait_for(lambda: _complete(_job(batch, namespace, "second")), what="second complete", timeout=60)
     second_wl = workload_of(custom, namespace, "Job", "second")
@@ -178,19 +180,10 @@ def test_gang_is_never_partly_started_and_is_admitted_whole(
     assert _pods(core, namespace, "training.kubeflow.org/job-name=gang") == []
 
     set_gpu_quota(custom, cq, 3)
-    admitted = wait_for(
-        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
-        lambda w: condition(w, "Admitted").get("status") == "True",
-        what="gang admitted",
-    )
+    admitted = _wait_true(custom, namespace, "PyTorchJob", "gang", "Admitted")
     usage = {a["name"]: a["resourceUsage"][GPU] for a in admitted["status"]["admission"]["podSetAssignments"]}
     assert usage == {"master": "1", "worker": "2"}
-    finished = wait_for(
-        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
-        lambda w: condition(w, "Finished").get("status") == "True",
-        what="gang finished",
-        timeout=60,
-    )
+    finished = _wait_true(custom, namespace, "PyTorchJob", "gang", "Finished")
     assert condition(finished, "Finished")["reason"] == "Succeeded"
     assert len(_pods(core, namespace, "training.kubeflow.org/job-name=gang")) == 3
 
@@ -243,11 +236,7 @@ def test_higher_priority_workload_preempts_lower_one(
     wait_for(lambda: _complete(_job(batch, namespace, "high")), what="high complete", timeout=60)
     # The low job was stopped (suspended, its pod deleted) and requeued; with the GPU free again it is
     # admitted anew, its eviction kept as history.
-    readmitted = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "low"),
-        lambda w: condition(w, "Admitted").get("status") == "True",
-        what="low re-admitted",
-    )
+    readmitted = _wait_true(custom, namespace, "Job", "low", "Admitted")
     assert condition(readmitted, "Evicted")["status"] == "False"
     assert condition(readmitted, "Evicted")["message"].startswith("Previously: Preempted to accommodate")
     assert condition(readmitted, "Requeued").get("reason") == "Preempted"

@@ -202,7 +202,7 @@ def test_no_preemption_of_equal_priority_or_when_never() -> None:
 
 
 def test_workload_name_and_pod_sets_follow_upstream() -> None:
-    job = {
+    job: Obj = {
         "metadata": {"name": "train", "namespace": "ns", "uid": "u1"},
         "spec": {"parallelism": 4, "completions": 2, "template": {"spec": {"containers": []}}},
     }
