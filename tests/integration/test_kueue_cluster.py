@@ -289,3 +289,40 @@ def test_kubectl_get_queues_and_workloads(
     wls = kubectl(cluster, tmp_path, "get", "-n", namespace, "workloads").stdout.splitlines()
     assert wls[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
     assert wls[1].split()[:2] == [wl["metadata"]["name"], lq]
+
+
+def test_queued_trainjob_waits_then_runs_whole(custom: client.CustomObjectsApi, namespace: str) -> None:
+    cq, lq = make_queues(custom, namespace, gpus=1)
+    body = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "labels": {QUEUE_LABEL: lq}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {
+                "numNodes": 2,
+                "image": "python:3.11",
+                "command": python_cmd("print('node up')"),
+                "resourcesPerNode": {"limits": {GPU: "1"}},
+            },
+        },
+    }
+    created = custom.create_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", body
+    )
+    assert created["spec"]["suspend"] is True
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "TrainJob", "tj"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="the TrainJob's QuotaReserved condition",
+    )
+    assert wl["metadata"]["name"].startswith("trainjob-tj-")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("node", 2)]
+    assert condition(wl, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor default-flavor, "
+        "request > maximum capacity (2 > 1)"
+    )
+    set_gpu_quota(custom, cq, 2)
+    _wait_true(custom, namespace, "TrainJob", "tj", "Admitted")
+    finished = _wait_true(custom, namespace, "TrainJob", "tj", "Finished")
+    assert condition(finished, "Finished")["reason"] == "Succeeded"
