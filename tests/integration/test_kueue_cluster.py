@@ -108,6 +108,10 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     assert first_wl["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU] == "default-flavor"
     assert condition(first_wl, "QuotaReserved")["reason"] == "QuotaReserved"
     wait_for(lambda: _job(batch, namespace, "first")["spec"]["suspend"] is False, what="first unsuspended")
+    ready = _wait_true(custom, namespace, "Job", "first", "PodsReady")
+    assert (
+        condition(ready, "PodsReady")["message"] == "All pods reached readiness and the workload is running"
+    )
 
     created = batch.create_namespaced_job(namespace, gpu_job("second", lq, python_cmd("print('second ran')")))
     assert created.spec.suspend is True  # the webhook suspends a queued job at creation
@@ -319,8 +323,8 @@ def test_queued_trainjob_waits_then_runs_whole(custom: client.CustomObjectsApi, 
     assert wl["metadata"]["name"].startswith("trainjob-tj-")
     assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("node", 2)]
     assert condition(wl, "QuotaReserved")["message"] == (
-        "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor default-flavor, "
-        "request > maximum capacity (2 > 1)"
+        "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor "
+        "default-flavor, request > maximum capacity (2 > 1)"
     )
     set_gpu_quota(custom, cq, 2)
     _wait_true(custom, namespace, "TrainJob", "tj", "Admitted")

@@ -87,8 +87,10 @@ class KueueController(Controller):
     # -- keys --------------------------------------------------------------------------------------
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         integration = by_storage_key(change.storage_key)
-        if integration is not None:
-            return [(change.namespace, f"{integration.rt.plural}/{change.obj['metadata']['name']}"), SCHEDULE]
+        if integration is not None:  # the scheduling pass follows from the Workload changes this makes
+            if not managed(integration, change.obj):
+                return []
+            return [(change.namespace, f"{integration.rt.plural}/{change.obj['metadata']['name']}")]
         if change.storage_key == JOBSETS.storage_key:
             owner = controller_ref(change.obj) or {}
             return (
