@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity
+from airflow_k8s_ml.local_cluster.settings import NodeCapacity, QueueQuota
 
 from ..cluster_fixtures import fast_settings, python_cmd, wait_for, watch_versions
 from .kueue_helpers import (
@@ -330,3 +330,23 @@ def test_queued_trainjob_waits_then_runs_whole(custom: client.CustomObjectsApi, 
     _wait_true(custom, namespace, "TrainJob", "tj", "Admitted")
     finished = _wait_true(custom, namespace, "TrainJob", "tj", "Finished")
     assert condition(finished, "Finished")["reason"] == "Succeeded"
+
+
+def test_default_queue_from_settings_admits_a_job(tmp_path: Path) -> None:
+    """What `local up --gpus 1 --gpu-quota 1` starts: upstream's sample queue, ready for a queued Job."""
+    from kubernetes import config
+
+    settings = fast_settings(tmp_path / "c", capacity=NodeCapacity(gpus=1), queue_quota=QueueQuota(gpus=1))
+    with ClusterThread(settings) as running:
+        api = config.new_client_from_config(config_file=str(running.kubeconfig_path))
+        try:
+            custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
+            cq = custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", "cluster-queue")
+            flavor = cq["spec"]["resourceGroups"][0]["flavors"][0]
+            assert flavor["name"] == "default-flavor"
+            assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]}[GPU] == "1"
+            batch.create_namespaced_job("default", gpu_job("hello", "user-queue", python_cmd("print('hi')")))
+            finished = _wait_true(custom, "default", "Job", "hello", "Finished")
+            assert finished["status"]["admission"]["clusterQueue"] == "cluster-queue"
+        finally:
+            api.close()
