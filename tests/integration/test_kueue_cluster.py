@@ -211,6 +211,8 @@ def test_higher_priority_workload_preempts_lower_one(
     )
     wait_for(lambda: _pods(core, namespace, "job-name=low"), what="low's pod")
     low_wl = workload_of(custom, namespace, "Job", "low")
+    low_pod = _pods(core, namespace, "job-name=low")[0].metadata.name
+    low_job_version = batch.read_namespaced_job("low", namespace).metadata.resource_version
     assert low_wl and low_wl["spec"]["priority"] == 10
     assert low_wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
 
@@ -230,6 +232,19 @@ def test_higher_priority_workload_preempts_lower_one(
         since=low_wl["metadata"]["resourceVersion"],
     )
     evicted = condition(seen[-1], "Evicted")
+    # The evicted job is suspended again (never deleted and recreated), and its pod goes away.
+    watch_versions(
+        batch.list_namespaced_job,
+        namespace,
+        name="low",
+        until=lambda j: j.spec.suspend is True,
+        timeout=30,
+        since=low_job_version,
+    )
+    wait_for(
+        lambda: low_pod not in [p.metadata.name for p in _pods(core, namespace, "job-name=low")],
+        what="the preempted pod deleted",
+    )
     assert evicted and evicted["reason"] == "Preempted"
     high_wl = wait_for(lambda: workload_of(custom, namespace, "Job", "high"), what="high's workload")
     job_uid = high_wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"]

@@ -9,7 +9,7 @@ from typing import Any
 
 from airflow_k8s_ml.local_cluster.__main__ import add_serve_arguments, options_from
 from airflow_k8s_ml.local_cluster.controllers.kueue.defaults import default_objects
-from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, pod_sets
+from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, finished, pod_sets
 from airflow_k8s_ml.local_cluster.controllers.kueue.quota import assign_flavors, quantity_string
 from airflow_k8s_ml.local_cluster.controllers.kueue.scheduling import schedule
 from airflow_k8s_ml.local_cluster.controllers.kueue.workloads import workload_name
@@ -226,3 +226,15 @@ def test_gpu_quota_flag_creates_the_default_queue() -> None:
     assert {r["name"]: r["nominalQuota"] for r in resources} == {"cpu": "4", "memory": "32Gi", GPU: "1"}
     assert objects["localqueues"]["spec"]["clusterQueue"] == "cluster-queue"
     assert options_from(parser.parse_args([])).settings().queue_quota is None
+
+
+def test_finished_reports_success_and_failure_as_upstream() -> None:
+    done = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert finished(JOB, done) == (True, "Succeeded", "Job finished successfully")
+    failed = {
+        "status": {"conditions": [{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]}
+    }
+    assert finished(JOB, failed) == (True, "Failed", "BackoffLimitExceeded")
+    assert (
+        finished(PYTORCHJOB, {"status": {"conditions": [{"type": "Running", "status": "True"}]}})[0] is False
+    )
