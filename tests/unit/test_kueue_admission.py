@@ -7,12 +7,16 @@ import argparse
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from airflow_k8s_ml.local_cluster.__main__ import add_serve_arguments, options_from
 from airflow_k8s_ml.local_cluster.controllers.kueue.defaults import default_objects
 from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, finished, pod_sets
 from airflow_k8s_ml.local_cluster.controllers.kueue.quota import assign_flavors, quantity_string
 from airflow_k8s_ml.local_cluster.controllers.kueue.scheduling import schedule
+from airflow_k8s_ml.local_cluster.controllers.kueue.webhook import default_cluster_queue, validate_local_queue
 from airflow_k8s_ml.local_cluster.controllers.kueue.workloads import workload_name
+from airflow_k8s_ml.local_cluster.errors import StatusError
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -238,3 +242,20 @@ def test_finished_reports_success_and_failure_as_upstream() -> None:
     assert (
         finished(PYTORCHJOB, {"status": {"conditions": [{"type": "Running", "status": "True"}]}})[0] is False
     )
+
+
+def test_cluster_queue_enums_and_local_queue_immutability_as_the_crds() -> None:
+    with pytest.raises(StatusError) as bad:
+        default_cluster_queue({"metadata": {"name": "cq"}, "spec": {"queueingStrategy": "LIFO"}}, None)
+    assert bad.value.code == 422
+    assert bad.value.message == (
+        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.queueingStrategy: Unsupported value: "LIFO": '
+        'supported values: "StrictFIFO", "BestEffortFIFO"'
+    )
+    defaulted = default_cluster_queue({"metadata": {"name": "cq"}}, None)
+    assert defaulted["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert defaulted["spec"]["preemption"]["withinClusterQueue"] == "Never"
+    old = {"metadata": {"name": "lq"}, "spec": {"clusterQueue": "a"}}
+    with pytest.raises(StatusError) as moved:
+        validate_local_queue({"metadata": {"name": "lq"}, "spec": {"clusterQueue": "b"}}, old)
+    assert 'spec.clusterQueue: Invalid value: "string": field is immutable' in moved.value.message

@@ -41,7 +41,7 @@ from .integrations import (
     set_suspended,
 )
 from .scheduling import schedule
-from .webhook import default_cluster_queue, suspend_queued
+from .webhook import default_cluster_queue, suspend_queued, validate_local_queue
 from .workloads import (
     finished_status,
     has_reservation,
@@ -69,6 +69,7 @@ class KueueController(Controller):
         for integration in INTEGRATIONS:
             self.cluster.register_admission(integration.rt, suspend_queued(integration))
         self.cluster.register_admission(CLUSTER_QUEUES, default_cluster_queue)
+        self.cluster.register_admission(LOCAL_QUEUES, validate_local_queue)
 
     async def start(self) -> None:
         self.install_default_queue()

@@ -145,7 +145,9 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
         used = add_usage(used, workload_usage(wl))
     spec = cq.get("spec") or {}
     strategy = spec.get("queueingStrategy") or BEST_EFFORT_FIFO
-    preempt = ((spec.get("preemption") or {}).get("withinClusterQueue") or "Never") == LOWER_PRIORITY
+    # LowerOrNewerEqualPriority is served as LowerPriority (equal-priority newer victims are not considered).
+    policy = (spec.get("preemption") or {}).get("withinClusterQueue") or "Never"
+    preempt = policy in (LOWER_PRIORITY, "LowerOrNewerEqualPriority")
     evicting = [w for w in reserved if is_evicted(w)]
     for wl in sorted((w for w in members if not has_reservation(w)), key=_order):
         assignment = assign_flavors(wl, cq, used)
