@@ -17,6 +17,7 @@ from airflow_k8s_ml.local_cluster.controllers.kueue.scheduling import schedule
 from airflow_k8s_ml.local_cluster.controllers.kueue.webhook import default_cluster_queue, validate_local_queue
 from airflow_k8s_ml.local_cluster.controllers.kueue.workloads import workload_name
 from airflow_k8s_ml.local_cluster.errors import StatusError
+from airflow_k8s_ml.local_cluster.schema import schema_for, unknown_fields
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -259,3 +260,17 @@ def test_cluster_queue_enums_and_local_queue_immutability_as_the_crds() -> None:
     with pytest.raises(StatusError) as moved:
         validate_local_queue({"metadata": {"name": "lq"}, "spec": {"clusterQueue": "b"}}, old)
     assert 'spec.clusterQueue: Invalid value: "string": field is immutable' in moved.value.message
+
+
+def test_strict_field_validation_knows_the_kueue_fields() -> None:
+    queue = cq(1)
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuotta"] = "1"
+    assert unknown_fields(queue, schema_for("kueue.x-k8s.io/v1beta1", "ClusterQueue")) == [
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuotta"
+    ]
+    workload = wl("a", ("main", 1, pod()))
+    assert unknown_fields(workload, schema_for("kueue.x-k8s.io/v1beta1", "Workload")) == []
+    priority_class = {"metadata": {"name": "p"}, "value": 10, "descripton": "x"}
+    assert unknown_fields(priority_class, schema_for("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")) == [
+        "descripton"
+    ]
