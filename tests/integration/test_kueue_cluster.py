@@ -308,6 +308,15 @@ def test_kubectl_get_queues_and_workloads(
     wls = kubectl(cluster, tmp_path, "get", "-n", namespace, "workloads").stdout.splitlines()
     assert wls[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
     assert wls[1].split()[:2] == [wl["metadata"]["name"], lq]
+    together = kubectl(
+        cluster, tmp_path, "get", "-n", namespace, "clusterqueues,localqueues,workloads"
+    ).stdout
+    for shown in (
+        f"clusterqueue.kueue.x-k8s.io/{cq}",
+        f"localqueue.kueue.x-k8s.io/{lq}",
+        "workload.kueue.x-k8s.io/",
+    ):
+        assert shown in together
 
 
 def test_queued_trainjob_waits_then_runs_whole(custom: client.CustomObjectsApi, namespace: str) -> None:
