@@ -127,6 +127,10 @@ def test_second_gpu_job_waits_for_quota_then_runs(
         "default-flavor, 1 more needed"
     )
     assert _job(batch, namespace, "second")["spec"]["suspend"] is True
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={second_wl['metadata']['name']}"
+    )
+    assert [(e.reason, e.message) for e in events.items] == [("Pending", reserved["message"])]
     assert _pods(core, namespace, "job-name=second") == []
     queue = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", lq)
     assert queue["status"]["pendingWorkloads"] == 1 and queue["status"]["admittedWorkloads"] == 1

@@ -274,3 +274,18 @@ def test_strict_field_validation_knows_the_kueue_fields() -> None:
     assert unknown_fields(priority_class, schema_for("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")) == [
         "descripton"
     ]
+
+
+def test_events_say_pending_once_per_message_and_report_wait_times() -> None:
+    first = run(
+        cq(1), wl("a", ("main", 1, pod())), wl("b", ("main", 1, pod()), created="2026-01-01T00:00:01Z")
+    )
+    reasons = [(key[1], reason) for key, _, reason, _ in first.events]
+    assert reasons == [("a", "QuotaReserved"), ("a", "Admitted"), ("b", "Pending")]
+    waited = first.events[0][3]
+    assert waited.startswith("Quota reserved in ClusterQueue cq, wait time since queued was ")
+    assert first.events[1][3] == "Admitted by ClusterQueue cq, wait time since reservation was 0s"
+    still = wl("b", ("main", 1, pod()))
+    still["status"] = first.workloads[("ns", "b")]
+    again = run(cq(1), _admitted("a", 0, "2026-01-01T00:00:00Z"), still)
+    assert again.events == [] and again.workloads == {}

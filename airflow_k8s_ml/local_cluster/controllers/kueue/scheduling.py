@@ -18,6 +18,8 @@ from typing import Any
 
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
+from ...kubelet.status import go_duration
+from ...meta import parse_time
 from ..metav1_conditions import condition, find
 from .api import (
     ADMITTED,
@@ -32,6 +34,7 @@ from .api import (
     REASON_PENDING,
     REASON_PREEMPTED,
     REASON_QUOTA_RESERVED,
+    REQUEUED,
     STRICT_FIFO,
     preempted_message,
     quota_reserved_message,
@@ -104,7 +107,11 @@ def schedule(
             plan.workloads[_key(wl)] = status
 
     def pending(wl: Obj, reason: str, message: str) -> None:
+        """QuotaReserved False, and upstream's ``Pending`` event when the reason's words change."""
+        old = find((wl.get("status") or {}).get("conditions"), QUOTA_RESERVED) or {}
         put(wl, condition(QUOTA_RESERVED, "False", reason, message, now))
+        if old.get("status") != "False" or old.get("message") != message:
+            plan.events.append((_key(wl), "Normal", REASON_PENDING, message))
 
     for wl in live:
         if has_reservation(wl):
@@ -130,14 +137,14 @@ def schedule(
             per_cq[cq_name].append(wl)
 
     for name, cq in cqs.items():
-        _schedule_queue(cq, per_cq[name], plan, put, now)
+        _schedule_queue(cq, per_cq[name], plan, put, pending, now)
         plan.cluster_queues[name] = _cq_status(cq, per_cq[name], plan, flavors, now)
     for key, lq in lqs.items():
         plan.local_queues[key] = _lq_status(lq, live, cqs, plan, now)
     return plan
 
 
-def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: float) -> None:
+def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, pending: Any, now: float) -> None:
     name = cq["metadata"]["name"]
     reserved = [w for w in members if has_reservation(w)]
     used: Usage = {}
@@ -158,10 +165,11 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
                 *_admitted_conditions(wl, name, now),
                 admission={"clusterQueue": name, "podSetAssignments": assignment.pod_sets},
             )
-            plan.events.append(
-                (_key(wl), "Normal", REASON_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {name}")
-            )
-            plan.events.append((_key(wl), "Normal", REASON_ADMITTED, f"Admitted by ClusterQueue {name}"))
+            waited = _waited(now - _queued_at(wl))
+            reserved_text = f"Quota reserved in ClusterQueue {name}, wait time since queued was {waited}"
+            plan.events.append((_key(wl), "Normal", REASON_QUOTA_RESERVED, reserved_text))
+            admitted_text = f"Admitted by ClusterQueue {name}, wait time since reservation was 0s"
+            plan.events.append((_key(wl), "Normal", REASON_ADMITTED, admitted_text))
             continue
         message = assignment.message
         if preempt:
@@ -177,7 +185,7 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
                     message = (
                         f"{message}. Pending the preemption of {len(victims) + len(waiting)} workload(s)"
                     )
-        put(wl, condition(QUOTA_RESERVED, "False", REASON_PENDING, message, now))
+        pending(wl, REASON_PENDING, message)
         if strategy == STRICT_FIFO:
             break
 
@@ -198,6 +206,19 @@ def _victims(wl: Obj, cq: Obj, candidates: list[Obj], evicting: list[Obj], used:
         if assign_flavors(wl, cq, free).fits:
             return chosen
     return None
+
+
+def _queued_at(wl: Obj) -> float:
+    """When the workload last entered the queue: its requeue, else its creation."""
+    requeued = find((wl.get("status") or {}).get("conditions"), REQUEUED) or {}
+    stamp = requeued.get("lastTransitionTime") or wl["metadata"].get("creationTimestamp")
+    return parse_time(stamp) if stamp else 0.0
+
+
+def _waited(seconds: float) -> str:
+    """Go's ``time.Duration.Round(time.Second).String()``: 0s, 45s, 1m5s."""
+    total = max(0, round(seconds))
+    return go_duration(float(total)) if total else "0s"
 
 
 def _admitted_at(wl: Obj) -> str:
