@@ -13,7 +13,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
@@ -39,7 +38,9 @@ from .api import (
     preempted_message,
     quota_reserved_message,
 )
-from .quota import Usage, add_usage, assign_flavors, quantity_string, workload_usage
+from .preemption import preemption_victims
+from .queue_status import cluster_queue_status, local_queue_status
+from .quota import Usage, add_usage, assign_flavors, workload_usage
 from .workloads import has_reservation, is_evicted, is_finished, priority, with_conditions
 
 Obj = dict[str, Any]
@@ -173,7 +174,7 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, pending: 
             continue
         message = assignment.message
         if preempt:
-            victims = _victims(wl, cq, [w for w in reserved if w not in evicting], evicting, used)
+            victims = preemption_victims(wl, cq, [w for w in reserved if w not in evicting], evicting, used)
             waiting = [w for w in evicting if priority(w) < priority(wl)]
             if victims is not None:
                 for victim in victims:
@@ -190,24 +191,6 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, pending: 
             break
 
 
-def _victims(wl: Obj, cq: Obj, candidates: list[Obj], evicting: list[Obj], used: Usage) -> list[Obj] | None:
-    """Lower-priority admitted workloads to evict so that ``wl`` fits, or None when even all would not do.
-    Quota of workloads already being evicted counts as free."""
-    free = used
-    for w in evicting:
-        free = add_usage(free, workload_usage(w), -1)
-    lower = [w for w in candidates if priority(w) < priority(wl)]
-    chosen: list[Obj] = []
-    if assign_flavors(wl, cq, free).fits:
-        return chosen
-    for victim in _newest_first_within_priority(lower):
-        chosen.append(victim)
-        free = add_usage(free, workload_usage(victim), -1)
-        if assign_flavors(wl, cq, free).fits:
-            return chosen
-    return None
-
-
 def _queued_at(wl: Obj) -> float:
     """When the workload last entered the queue: its requeue, else its creation."""
     requeued = find((wl.get("status") or {}).get("conditions"), REQUEUED) or {}
@@ -219,20 +202,6 @@ def _waited(seconds: float) -> str:
     """Go's ``time.Duration.Round(time.Second).String()``: 0s, 45s, 1m5s."""
     total = max(0, round(seconds))
     return go_duration(float(total)) if total else "0s"
-
-
-def _admitted_at(wl: Obj) -> str:
-    cond = find((wl.get("status") or {}).get("conditions"), QUOTA_RESERVED) or {}
-    return str(cond.get("lastTransitionTime", ""))
-
-
-def _newest_first_within_priority(workloads: list[Obj]) -> list[Obj]:
-    """Lowest priority first; among equals the most recently admitted first (it lost the least work)."""
-    return sorted(workloads, key=lambda w: (priority(w), _neg(_admitted_at(w))))
-
-
-def _neg(text: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in text)
 
 
 def _admitted_conditions(wl: Obj, cq_name: str, now: float) -> list[Obj]:
@@ -254,51 +223,9 @@ def _status_of(key: Key, wl: Obj, plan: Plan) -> Obj:
     return {**wl, "status": plan.workloads.get(key, wl.get("status") or {})}
 
 
-def _usage_rows(cq: Obj, usage: Usage) -> list[Obj]:
-    rows = []
-    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            fname = str(flavor.get("name"))
-            resources = [
-                {
-                    "name": r,
-                    "total": quantity_string(r, usage.get((fname, r), Decimal(0))),
-                    "borrowed": "0",
-                }
-                for r in group.get("coveredResources") or []
-            ]
-            rows.append({"name": fname, "resources": resources})
-    return rows
-
-
 def _cq_status(cq: Obj, members: list[Obj], plan: Plan, flavors: set[str], now: float) -> Obj:
     current = [_status_of(_key(w), w, plan) for w in members]
-    holding = [w for w in current if has_reservation(w)]
-    usage: Usage = {}
-    for wl in holding:
-        usage = add_usage(usage, workload_usage(wl))
-    missing = _missing_flavors(cq, flavors)
-    active = (
-        condition("Active", "True", "Ready", "Can admit new workloads", now)
-        if not missing
-        else condition(
-            "Active",
-            "False",
-            "FlavorNotFound",
-            f"Can't admit new workloads: references missing ResourceFlavor(s): {missing}".replace("'", ""),
-            now,
-        )
-    )
-    status = with_conditions(cq.get("status") or {}, active)
-    rows = _usage_rows(cq, usage)
-    status.update(
-        pendingWorkloads=len(current) - len(holding),
-        reservingWorkloads=len(holding),
-        admittedWorkloads=len(holding),
-        flavorsReservation=rows,
-        flavorsUsage=rows,
-    )
-    return status
+    return cluster_queue_status(cq, current, _missing_flavors(cq, flavors), now)
 
 
 def _lq_status(lq: Obj, live: list[Obj], cqs: dict[str, Obj], plan: Plan, now: float) -> Obj:
@@ -308,19 +235,4 @@ def _lq_status(lq: Obj, live: list[Obj], cqs: dict[str, Obj], plan: Plan, now: f
         for w in live
         if _key(w)[0] == namespace and (w.get("spec") or {}).get("queueName") == name
     ]
-    holding = [w for w in mine if has_reservation(w)]
-    exists = str((lq.get("spec") or {}).get("clusterQueue", "")) in cqs
-    active = (
-        condition("Active", "True", "Ready", "Can submit new workloads to localQueue", now)
-        if exists
-        else condition(
-            "Active", "False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue", now
-        )
-    )
-    status = with_conditions(lq.get("status") or {}, active)
-    status.update(
-        pendingWorkloads=len(mine) - len(holding),
-        reservingWorkloads=len(holding),
-        admittedWorkloads=len(holding),
-    )
-    return status
+    return local_queue_status(lq, mine, str((lq.get("spec") or {}).get("clusterQueue", "")) in cqs, now)
