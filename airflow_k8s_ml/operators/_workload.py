@@ -661,7 +661,9 @@ class _WorkloadOperator(BaseOperator):
             delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
             raise_for_event(client, record, event, self.log, delete=delete, lines=self.log_lines)
         state = settled_state(client, record, event.workload_state)
-        result = result_payload(record.identity(), state, record.attempt, record.resumed_from)
+        result = result_payload(
+            record.identity(), state, record.attempt, record.resumed_from, event.admitted_at
+        )
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):
