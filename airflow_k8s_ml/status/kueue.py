@@ -30,17 +30,21 @@ from airflow_k8s_ml.status._conditions import find, is_true, status_of
 
 __all__ = [
     "JOB_UID_LABEL",
+    "KUEUE_API_VERSION",
     "QUEUE_NAME_LABEL",
     "QueueState",
     "admission_reason",
+    "follow",
     "queue_line",
     "queue_state",
+    "queued_job_uid",
     "workload_for",
 ]
 
 #: The label a job is queued by (the job's), and the one Kueue puts on the Workload it creates for a job.
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
 
 
 @dataclass(frozen=True)
@@ -113,6 +117,30 @@ def _owned_by(obj: Mapping[str, Any], uid: str) -> bool:
     return any(isinstance(ref, Mapping) and ref.get("uid") == uid and ref.get("controller") for ref in refs)
 
 
+def queued_job_uid(job: Mapping[str, Any]) -> str | None:
+    """The uid to find a job's Workload by, when the job is queued (carries the queue-name label)."""
+    meta = job.get("metadata") or {}
+    uid = meta.get("uid")
+    if not (meta.get("labels") or {}).get(QUEUE_NAME_LABEL) or not isinstance(uid, str) or not uid:
+        return None
+    return uid
+
+
+def follow(
+    previous: QueueState | None, workloads: Iterable[Mapping[str, Any]], job_uid: str, what: str
+) -> tuple[QueueState | None, str | None]:
+    """One look at a queued job's Workloads (``what``: "Job ns/name"): the state to keep (``previous``
+    while the Workload is not there yet) and the task-log line to write, once per change (else None).
+    The trigger and the worker's wait both follow a queue through here."""
+    found = workload_for(workloads, job_uid)
+    if found is None:
+        return previous, None
+    state = queue_state(found)
+    if previous is not None and previous.key() == state.key():
+        return state, None
+    return state, queue_line(what, state)
+
+
 def workload_for(workloads: Iterable[Mapping[str, Any]], job_uid: str) -> Mapping[str, Any] | None:
     """The Workload Kueue created for the job: labelled with the job's uid, or controlled by it (its
     ownerReference, what deleting the job collects it by). The newest if several (a recreated one)."""
@@ -138,24 +166,25 @@ def admission_reason(state: QueueState) -> str:
     return state.message or state.reason or f"waiting in queue {state.queue}"
 
 
-def queue_line(kind: str, name: str, state: QueueState) -> str:
-    """The task-log line for one state of a queued job (logged once per :meth:`QueueState.key`)."""
+def queue_line(what: str, state: QueueState) -> str:
+    """The task-log line for one state of a queued job ``what`` ("Job ns/name"), logged once per
+    :meth:`QueueState.key`."""
     where = f"queue {state.queue or '?'}"
     if state.cluster_queue:
         where += f" (ClusterQueue {state.cluster_queue})"
     if state.finished:
-        return f"{kind} {name}: Kueue workload {state.workload} finished"
+        return f"{what}: Kueue workload {state.workload} finished"
     if state.evicted:
         what = "preempted" if state.preempted else f"evicted ({state.eviction_reason})"
         detail = f": {state.message}" if state.message else ""
         return (
-            f"{kind} {name} was {what} in {where}{detail}; Kueue suspends and requeues it, "
+            f"{what} was {what} in {where}{detail}; Kueue suspends and requeues it, "
             f"waiting for re-admission (admission_timeout applies again)"
         )
     if state.admitted:
         at = f" at {state.admitted_at}" if state.admitted_at else ""
-        return f"{kind} {name} admitted by {where}{at}"
+        return f"{what} admitted by {where}{at}"
     position = f", position {state.position}" if state.position is not None else ""
     reason = f" [{state.reason}]" if state.reason else ""
     message = f": {state.message}" if state.message else ""
-    return f"{kind} {name} waiting for admission in {where}{position}{reason}{message}"
+    return f"{what} waiting for admission in {where}{position}{reason}{message}"

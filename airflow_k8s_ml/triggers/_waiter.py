@@ -28,11 +28,10 @@ from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status.clock import PhaseClock
 from airflow_k8s_ml.status.kueue import (
     JOB_UID_LABEL,
-    QUEUE_NAME_LABEL,
+    KUEUE_API_VERSION,
     QueueState,
-    queue_line,
-    queue_state,
-    workload_for,
+    follow,
+    queued_job_uid,
 )
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
@@ -49,7 +48,7 @@ if TYPE_CHECKING:
 __all__ = ["API_UNREACHABLE_TIMEOUT", "LogState", "WaitSpec", "api_unreachable_timeout", "wait"]
 
 #: Kueue's Workload (``kueue.x-k8s.io/v1beta1``), watched for queued jobs.
-KUEUE_WORKLOAD = resource_for("kueue.x-k8s.io/v1beta1", "Workload", plural="workloads")
+KUEUE_WORKLOAD = resource_for(KUEUE_API_VERSION, "Workload")
 #: Re-evaluate at least this often even without changes (belt and braces; a watch delivers changes).
 HEARTBEAT = 60.0
 #: How long finished containers' log streams may take to deliver their last lines before the event.
@@ -289,9 +288,8 @@ class Waiter:
         selected by upstream's ``kueue.x-k8s.io/job-uid`` label; each change of its state is logged once.
         No Kueue installed (the LIST answers 404) or no right to list: None, silently - the wait goes on
         as without a queue."""
-        labels = (obj.get("metadata") or {}).get("labels") or {}
-        uid = uid_of(obj)
-        if not labels.get(QUEUE_NAME_LABEL) or not uid:
+        uid = queued_job_uid(obj)
+        if uid is None:
             return None
         if self.queue_sub is None:
             key = WatchKey(self.spec.kubernetes_conn_id, KUEUE_WORKLOAD, self.target.namespace, JOB_UID_LABEL)
@@ -300,14 +298,10 @@ class Waiter:
             )
         if self.queue_sub.error is not None or not self.queue_sub.synced:
             return self.queue
-        found = workload_for(self.queue_sub.objects().values(), uid)
-        if found is None:
-            return self.queue
-        state = queue_state(found)
-        if self.queue is None or state.key() != self.queue.key():
-            self.log.info("%s", queue_line(self.target.kind, self.target.name, state))
-        self.queue = state
-        return state
+        self.queue, line = follow(self.queue, self.queue_sub.objects().values(), uid, self.target.what)
+        if line is not None:
+            self.log.info("%s", line)
+        return self.queue
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch

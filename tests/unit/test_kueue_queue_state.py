@@ -10,8 +10,10 @@ from airflow_k8s_ml.status.clock import PhaseClock
 from airflow_k8s_ml.status.kueue import (
     QueueState,
     admission_reason,
+    follow,
     queue_line,
     queue_state,
+    queued_job_uid,
     workload_for,
 )
 from airflow_k8s_ml.status.wait import Observation, Target, decide
@@ -65,13 +67,13 @@ def test_pending_reads_queue_reason_and_message() -> None:
     )
     assert state.message == PENDING_MESSAGE
     assert state.waiting and not state.evicted and state.admitted_at is None and state.position is None
-    line = queue_line("Job", "ns/train", state)
+    line = queue_line("Job ns/train", state)
     assert line == f"Job ns/train waiting for admission in queue gpu [Pending]: {PENDING_MESSAGE}"
 
 
 def test_position_when_known() -> None:
     state = queue_state(PENDING, position=2)
-    assert "queue gpu, position 2 [Pending]" in queue_line("Job", "ns/train", state)
+    assert "queue gpu, position 2 [Pending]" in queue_line("Job ns/train", state)
     assert state.key() != queue_state(PENDING, position=1).key()
 
 
@@ -79,7 +81,7 @@ def test_admitted_reads_time_and_cluster_queue() -> None:
     state = queue_state(ADMITTED)
     assert state.admitted and not state.waiting
     assert (state.admitted_at, state.cluster_queue) == ("2026-12-02T06:01:02Z", "cluster-queue")
-    line = queue_line("Job", "ns/train", state)
+    line = queue_line("Job ns/train", state)
     assert line == "Job ns/train admitted by queue gpu (ClusterQueue cluster-queue) at 2026-12-02T06:01:02Z"
 
 
@@ -87,7 +89,7 @@ def test_preempted_is_evicted_waiting_and_said_so() -> None:
     state = queue_state(PREEMPTED)
     assert state.evicted and state.preempted and state.waiting and not state.admitted
     assert state.requeues == 1
-    line = queue_line("Job", "ns/train", state)
+    line = queue_line("Job ns/train", state)
     assert "was preempted in queue gpu: Preempted to accommodate a higher priority Workload" in line
     assert "requeues it" in line
     assert (
@@ -99,7 +101,7 @@ def test_other_evictions_name_their_reason() -> None:
     wl = _workload(_cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout"))
     state = queue_state(wl)
     assert not state.preempted
-    assert "was evicted (PodsReadyTimeout)" in queue_line("Job", "ns/t", state)
+    assert "was evicted (PodsReadyTimeout)" in queue_line("Job ns/t", state)
 
 
 def test_a_change_of_state_changes_the_key() -> None:
@@ -180,3 +182,23 @@ def test_preempted_job_is_back_under_the_admission_budget() -> None:
         "admission_timeout 30m exceeded: evicted (Preempted): "
         "Preempted to accommodate a higher priority Workload"
     )
+
+
+def test_follow_logs_once_per_change() -> None:
+    state, line = follow(None, [], "job-uid", "Job ns/train")
+    assert (state, line) == (None, None)
+    state, line = follow(None, [PENDING], "job-uid", "Job ns/train")
+    assert state is not None and line is not None and "waiting for admission in queue gpu" in line
+    again, line = follow(state, [PENDING], "job-uid", "Job ns/train")
+    assert again == state and line is None
+    admitted, line = follow(state, [ADMITTED], "job-uid", "Job ns/train")
+    assert admitted is not None and admitted.admitted and line is not None and "admitted by" in line
+    kept, line = follow(admitted, [], "job-uid", "Job ns/train")
+    assert kept is admitted and line is None
+
+
+def test_queued_job_uid_needs_the_queue_label() -> None:
+    job = _suspended_job()
+    assert queued_job_uid(job) is None
+    job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "gpu"}
+    assert queued_job_uid(job) == "job-uid"
