@@ -115,7 +115,7 @@ class _WorkloadOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
         "admission_timeout", "startup_timeout", "run_timeout", "aws_conn_id",
-        "image", "command", "args", "env",
+        "image", "command", "args", "env", "queue_name",
     )
     ui_color = "#dbe9f6"
     operator_extra_links = (ClusterDashboardLink(),)
@@ -232,7 +232,7 @@ class _WorkloadOperator(BaseOperator):
             resume_from=read("resume_from"),
             checkpoint_uri=read("checkpoint_uri"),
             deadline=read("deadline"),
-            queue_name=read("queue_name"),
+            queue_name=read("queue_name") or None,  # "" (e.g. an empty ``queue`` Param): not queued
             labels=read("labels"),
             active_deadline_seconds=read("active_deadline_seconds"),
             ttl_seconds_after_finished=read("ttl_seconds_after_finished"),
