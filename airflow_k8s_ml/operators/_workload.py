@@ -26,6 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.gang import check_gang_scheduler, with_gang_scheduler
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env
 from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
@@ -103,6 +104,11 @@ class _WorkloadOperator(BaseOperator):
     :param stream_logs: relay pod logs into the task log while waiting.
     :param log_lines: how many last log lines per pod go into the task log on failure.
 
+    :param gang_scheduler: ``"volcano"``: the pods are scheduled by Volcano as one gang (``schedulerName``,
+        and for a PyTorchJob the PodGroup annotation and ``minAvailable``: :mod:`.manifests.gang`).
+        Rendering only: the cluster must run Volcano (and, for a PyTorchJob, a training operator with
+        gang scheduling on). Not on a TrainJob (its pods come from the runtime).
+
     The pod arguments (``image`` ... ``pod_options``) and the workload's ``queue_name``, ``labels``,
     ``active_deadline_seconds`` and ``ttl_seconds_after_finished`` are documented on each public operator.
     """
@@ -162,6 +168,7 @@ class _WorkloadOperator(BaseOperator):
         labels: Mapping[str, str] | None = None,
         active_deadline_seconds: int | None = None,
         ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -204,6 +211,7 @@ class _WorkloadOperator(BaseOperator):
         self.labels = labels
         self.active_deadline_seconds = active_deadline_seconds
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.gang_scheduler = check_gang_scheduler(gang_scheduler, scheduler_name, self.workload.kind)
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
 
@@ -357,8 +365,12 @@ class _WorkloadOperator(BaseOperator):
     def _render_object(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
         """The object to create: the raw manifest (prepared) or the kind's typed spec, rendered."""
         if args.manifest is not None:
-            return self._render_raw(args, placement)
-        return self.workload.render(args, placement)
+            obj = self._render_raw(args, placement)
+        else:
+            obj = self.workload.render(args, placement)
+        if self.gang_scheduler is not None:
+            obj = with_gang_scheduler(obj, self.gang_scheduler)
+        return obj
 
     def _render_raw(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
         from airflow_k8s_ml.manifests.raw import env_containers, prepare_manifest
