@@ -1,7 +1,7 @@
 """``airflow-k8s-ml``: operate the embedded local cluster and run the demo.
 
 airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--gpus 0] [--no-tls]
-                        [--deny-host-path] [--run-as-non-root enforce|warn]
+                        [--deny-host-path] [--run-as-non-root enforce|warn] [--gpu-quota N]
 airflow-k8s-ml local status
 airflow-k8s-ml local down [--purge]   (the state dir keeps the cluster's objects; --purge deletes it)
 airflow-k8s-ml demo [--output D]

@@ -20,6 +20,13 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cpu", default="8", help="node CPU capacity")
     parser.add_argument("--memory", default="32Gi", help="node memory capacity")
     parser.add_argument("--gpus", type=int, default=0, help="node nvidia.com/gpu capacity")
+    parser.add_argument(
+        "--gpu-quota",
+        type=int,
+        default=None,
+        help="create Kueue's default-flavor, cluster-queue (this many nvidia.com/gpu, the node's cpu and "
+        "memory) and the LocalQueue user-queue in default",
+    )
     parser.add_argument("--no-tls", dest="tls", action="store_false", help="serve plain HTTP (loopback only)")
     parser.add_argument(
         "--deny-host-path",
@@ -41,6 +48,7 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
         cpu=args.cpu,
         memory=args.memory,
         gpus=args.gpus,
+        gpu_quota=args.gpu_quota,
         tls=args.tls,
         deny_host_path=args.deny_host_path,
         run_as_non_root=args.run_as_non_root,

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import ClusterSettings, NodeCapacity
+from .settings import ClusterSettings, NodeCapacity, QueueQuota
 
 DEFAULT_STATE_DIR = Path(
     os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local")
@@ -33,6 +33,8 @@ class ServeOptions:
     cpu: str = "8"
     memory: str = "32Gi"
     gpus: int = 0
+    # Kueue's default queue with this GPU quota (None: no queue is created).
+    gpu_quota: int | None = None
     tls: bool = True
     deny_host_path: bool = False
     run_as_non_root: str = "enforce"
@@ -45,6 +47,11 @@ class ServeOptions:
             capacity=NodeCapacity(cpu=self.cpu, memory=self.memory, gpus=self.gpus),
             deny_host_path=self.deny_host_path,
             run_as_non_root=self.run_as_non_root,
+            queue_quota=(
+                QueueQuota(gpus=self.gpu_quota, cpu=self.cpu, memory=self.memory)
+                if self.gpu_quota is not None
+                else None
+            ),
         )
 
     def argv(self) -> list[str]:
@@ -60,6 +67,8 @@ class ServeOptions:
             "--gpus",
             str(self.gpus),
         ]
+        if self.gpu_quota is not None:
+            args += ["--gpu-quota", str(self.gpu_quota)]
         policy = ["--run-as-non-root", self.run_as_non_root]
         policy += ["--deny-host-path"] if self.deny_host_path else []
         return args + ([] if self.tls else ["--no-tls"]) + policy

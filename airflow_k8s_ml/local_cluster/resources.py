@@ -140,6 +140,44 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", categories=()),
+    # Kueue (kubernetes-sigs/kueue config/components/crd): short names as the CRDs declare them.
+    ResourceType(
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "resourceflavors",
+        "ResourceFlavor",
+        namespaced=False,
+        short_names=("flavor", "flavors", "rf"),
+        subresources=(),
+        categories=(),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "clusterqueues",
+        "ClusterQueue",
+        namespaced=False,
+        short_names=("cq",),
+        categories=(),
+    ),
+    ResourceType(
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "localqueues",
+        "LocalQueue",
+        short_names=("queue", "queues", "lq"),
+        categories=(),
+    ),
+    ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", short_names=("wl",), categories=()),
+    ResourceType(
+        "kueue.x-k8s.io",
+        "v1beta1",
+        "workloadpriorityclasses",
+        "WorkloadPriorityClass",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+    ),
 )
 
 # Preferred version per group, in the order /apis lists groups.
@@ -153,6 +191,7 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "kubeflow.org": "v1",
     "trainer.kubeflow.org": "v1alpha1",
     "jobset.x-k8s.io": "v1alpha2",
+    "kueue.x-k8s.io": "v1beta1",
 }
 
 

@@ -256,6 +256,119 @@ CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "TrainingRuntime")] = _RUNTIME
 CUSTOM_SCHEMAS[("trainer.kubeflow.org/v1alpha1", "ClusterTrainingRuntime")] = _RUNTIME
 
 
+# kueue.x-k8s.io/v1beta1 (kubernetes-sigs/kueue apis/kueue/v1beta1): the fields of the five kinds served.
+_FLAVOR_QUOTAS: Schema = {
+    "name": LEAF,
+    "resources": (
+        "list",
+        {"name": LEAF, "nominalQuota": LEAF, "borrowingLimit": LEAF, "lendingLimit": LEAF},
+    ),
+}
+_FLAVOR_USAGE: Schema = (
+    "list",
+    {"name": LEAF, "resources": ("list", {"name": LEAF, "total": LEAF, "borrowed": LEAF})},
+)
+_KUEUE_META: Schema = {"apiVersion": LEAF, "kind": LEAF, "metadata": "V1ObjectMeta"}
+CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "ResourceFlavor")] = {
+    **_KUEUE_META,
+    "spec": {
+        "nodeLabels": ("map", LEAF),
+        "nodeTaints": ("list", "V1Taint"),
+        "tolerations": ("list", "V1Toleration"),
+        "topologyName": LEAF,
+    },
+}
+CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "ClusterQueue")] = {
+    **_KUEUE_META,
+    "spec": {
+        "resourceGroups": ("list", {"coveredResources": LEAF, "flavors": ("list", _FLAVOR_QUOTAS)}),
+        "cohort": LEAF,
+        "queueingStrategy": LEAF,
+        "namespaceSelector": "V1LabelSelector",
+        "flavorFungibility": {"whenCanBorrow": LEAF, "whenCanPreempt": LEAF},
+        "preemption": {
+            "reclaimWithinCohort": LEAF,
+            "borrowWithinCohort": {"policy": LEAF, "maxPriorityThreshold": LEAF},
+            "withinClusterQueue": LEAF,
+        },
+        "admissionChecks": LEAF,
+        "admissionChecksStrategy": LEAF,
+        "stopPolicy": LEAF,
+        "fairSharing": {"weight": LEAF},
+    },
+    "status": {
+        "conditions": ("list", "V1Condition"),
+        "flavorsReservation": _FLAVOR_USAGE,
+        "flavorsUsage": _FLAVOR_USAGE,
+        "pendingWorkloads": LEAF,
+        "reservingWorkloads": LEAF,
+        "admittedWorkloads": LEAF,
+        "pendingWorkloadsStatus": LEAF,
+        "fairSharing": LEAF,
+    },
+}
+CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "LocalQueue")] = {
+    **_KUEUE_META,
+    "spec": {"clusterQueue": LEAF, "stopPolicy": LEAF, "fairSharing": {"weight": LEAF}},
+    "status": {
+        "conditions": ("list", "V1Condition"),
+        "pendingWorkloads": LEAF,
+        "reservingWorkloads": LEAF,
+        "admittedWorkloads": LEAF,
+        "flavorsReservation": _FLAVOR_USAGE,
+        "flavorUsage": _FLAVOR_USAGE,
+        "flavors": LEAF,
+        "fairSharing": LEAF,
+    },
+}
+CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "Workload")] = {
+    **_KUEUE_META,
+    "spec": {
+        "podSets": (
+            "list",
+            {
+                "name": LEAF,
+                "template": "V1PodTemplateSpec",
+                "count": LEAF,
+                "minCount": LEAF,
+                "topologyRequest": LEAF,
+            },
+        ),
+        "queueName": LEAF,
+        "priorityClassName": LEAF,
+        "priority": LEAF,
+        "priorityClassSource": LEAF,
+        "active": LEAF,
+        "maximumExecutionTimeSeconds": LEAF,
+    },
+    "status": {
+        "conditions": ("list", "V1Condition"),
+        "admission": {
+            "clusterQueue": LEAF,
+            "podSetAssignments": (
+                "list",
+                {
+                    "name": LEAF,
+                    "flavors": ("map", LEAF),
+                    "resourceUsage": ("map", LEAF),
+                    "count": LEAF,
+                    "topologyAssignment": LEAF,
+                },
+            ),
+        },
+        "requeueState": {"count": LEAF, "requeueAt": LEAF},
+        "reclaimablePods": ("list", {"name": LEAF, "count": LEAF}),
+        "admissionChecks": LEAF,
+        "resourceRequests": LEAF,
+    },
+}
+CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")] = {
+    **_KUEUE_META,
+    "value": LEAF,
+    "description": LEAF,
+}
+
+
 @functools.cache
 def _model_fields(model_name: str) -> dict[str, Schema] | None:
     from kubernetes.client import models  # local import: only the server pays for the client

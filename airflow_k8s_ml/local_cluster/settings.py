@@ -19,6 +19,16 @@ class NodeCapacity:
 
 
 @dataclass
+class QueueQuota:
+    """The default Kueue queue ``local up --gpu-quota N`` creates (controllers/kueue/defaults.py)."""
+
+    gpus: int = 0
+    cpu: str = "8"
+    memory: str = "32Gi"
+    namespace: str = "default"
+
+
+@dataclass
 class ImageRule:
     """``pattern`` is an fnmatch glob on the image; ``allow=False`` makes pulls fail with ErrImagePull."""
 
@@ -73,6 +83,8 @@ class ClusterSettings:
     run_as_non_root: str = "enforce"
     # Refuse pods with hostPath volumes at create (`local up --deny-host-path`): hostPath is host access.
     deny_host_path: bool = False
+    # Kueue: the default ResourceFlavor/ClusterQueue/LocalQueue to create at start (None: none).
+    queue_quota: QueueQuota | None = None
     # Clock for controllers (CronJob schedules, TTLs); tests inject a fake one.
     clock: Clock = field(default_factory=lambda: Clock())
 

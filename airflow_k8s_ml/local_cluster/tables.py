@@ -129,6 +129,16 @@ def _jobset_completed(obj: Obj) -> str:
     return next((str(c.get("status", "")) for c in conds if c.get("type") == "Completed"), "")
 
 
+def _condition_status(type_: str) -> Callable[[Obj], str]:
+    """``.status.conditions[?(@.type=='<type_>')].status``: empty when the condition is absent."""
+
+    def cell(obj: Obj) -> str:
+        conds = obj.get("status", {}).get("conditions") or []
+        return next((str(c.get("status", "")) for c in conds if c.get("type") == type_), "")
+
+    return cell
+
+
 def _json_scalar(value: Any) -> str:
     """A JSONPath cell of a scalar as kubectl prints it (booleans lower-case, missing empty)."""
     if value is None:
@@ -372,6 +382,33 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Suspended", "string", lambda o: _json_scalar(o.get("spec", {}).get("suspend"))),
         _AGE,
     ],
+    # Kueue's CRD printer columns (apis/kueue/v1beta1 kubebuilder:printcolumn); with them no Age is added.
+    "ClusterQueue": [
+        _NAME,
+        Column("Cohort", "string", lambda o: _json_scalar(o.get("spec", {}).get("cohort"))),
+        Column("Strategy", "string", lambda o: _json_scalar(o.get("spec", {}).get("queueingStrategy")), 1),
+        Column("Pending Workloads", "integer", lambda o: o.get("status", {}).get("pendingWorkloads")),
+        Column("Admitted Workloads", "integer", lambda o: o.get("status", {}).get("admittedWorkloads"), 1),
+    ],
+    "LocalQueue": [
+        _NAME,
+        Column("ClusterQueue", "string", lambda o: _json_scalar(o.get("spec", {}).get("clusterQueue"))),
+        Column("Pending Workloads", "integer", lambda o: o.get("status", {}).get("pendingWorkloads")),
+        Column("Admitted Workloads", "integer", lambda o: o.get("status", {}).get("admittedWorkloads")),
+    ],
+    "Workload": [
+        _NAME,
+        Column("Queue", "string", lambda o: _json_scalar(o.get("spec", {}).get("queueName"))),
+        Column(
+            "Reserved in",
+            "string",
+            lambda o: _json_scalar((o.get("status", {}).get("admission") or {}).get("clusterQueue")),
+        ),
+        Column("Admitted", "string", _condition_status("Admitted")),
+        Column("Finished", "string", _condition_status("Finished")),
+        _AGE,
+    ],
+    "WorkloadPriorityClass": [_NAME, Column("Value", "integer", lambda o: o.get("value"))],
     "Deployment": [
         _NAME,
         Column(

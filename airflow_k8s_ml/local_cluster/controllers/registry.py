@@ -24,6 +24,7 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.pytorchjob.controller:PyTorchJobController",
     "controllers.trainjob.controller:TrainJobController",
     "controllers.jobset.controller:JobSetController",
+    "controllers.kueue.controller:KueueController",
     "controllers.deployment.controller:DeploymentController",
     "controllers.deployment.replicaset:ReplicaSetController",
     "controllers.service.controller:ServiceController",

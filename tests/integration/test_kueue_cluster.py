@@ -1,0 +1,302 @@
+"""Kueue on the local cluster, through the kubernetes client: queued Jobs and PyTorchJobs wait for quota
+with upstream's Workload conditions, are admitted whole, release quota when they finish, and a
+higher-priority workload preempts a lower one."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from kubernetes import client
+
+from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.local_cluster.settings import NodeCapacity
+
+from ..cluster_fixtures import fast_settings, python_cmd, wait_for, watch_versions
+from .kueue_helpers import (
+    GPU,
+    GROUP,
+    QUEUE_LABEL,
+    VERSION,
+    condition,
+    make_queues,
+    set_gpu_quota,
+    workload_of,
+)
+
+Obj = dict[str, Any]
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
+    """A cluster of its own whose node advertises 4 fake GPUs (more than any queue here allows)."""
+    settings = fast_settings(tmp_path_factory.mktemp("kueue"), capacity=NodeCapacity(gpus=4))
+    with ClusterThread(settings) as running:
+        yield running
+
+
+@pytest.fixture()
+def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
+    return client.CustomObjectsApi(api_client)
+
+
+def _wait_file(path: Path) -> list[str]:
+    return python_cmd(f"import os,time\nwhile not os.path.exists({str(path)!r}): time.sleep(0.05)")
+
+
+def gpu_job(name: str, queue: str, command: list[str], labels: dict[str, str] | None = None) -> Obj:
+    container = {
+        "name": "main",
+        "image": "python:3.11",
+        "command": command,
+        "resources": {"limits": {GPU: "1"}},
+    }
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {"name": name, "labels": {QUEUE_LABEL: queue, **(labels or {})}},
+        "spec": {
+            "backoffLimit": 0,
+            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
+        },
+    }
+
+
+def _job(batch: client.BatchV1Api, namespace: str, name: str) -> Obj:
+    return batch.api_client.sanitize_for_serialization(batch.read_namespaced_job(name, namespace))  # type: ignore[no-any-return]
+
+
+def _complete(job: Obj) -> bool:
+    return any(
+        c["type"] == "Complete" and c["status"] == "True"
+        for c in (job.get("status") or {}).get("conditions") or []
+    )
+
+
+def _pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[Any]:
+    return list(core.list_namespaced_pod(namespace, label_selector=selector).items)
+
+
+def test_second_gpu_job_waits_for_quota_then_runs(
+    custom: client.CustomObjectsApi,
+    batch: client.BatchV1Api,
+    core: client.CoreV1Api,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    cq, lq = make_queues(custom, namespace, gpus=1)
+    release = tmp_path / "release"
+    batch.create_namespaced_job(namespace, gpu_job("first", lq, _wait_file(release)))
+    first_wl = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "first"),
+        lambda wl: condition(wl, "Admitted").get("status") == "True",
+        what="first admitted",
+    )
+    assert (
+        first_wl["metadata"]["name"].startswith("job-first-")
+        and len(first_wl["metadata"]["name"]) == len("job-first-") + 5
+    )
+    assert first_wl["status"]["admission"]["clusterQueue"] == cq
+    assert first_wl["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU] == "default-flavor"
+    assert condition(first_wl, "QuotaReserved")["reason"] == "QuotaReserved"
+    wait_for(lambda: _job(batch, namespace, "first")["spec"]["suspend"] is False, what="first unsuspended")
+
+    created = batch.create_namespaced_job(namespace, gpu_job("second", lq, python_cmd("print('second ran')")))
+    assert created.spec.suspend is True  # the webhook suspends a queued job at creation
+    second_wl = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "second"),
+        lambda wl: condition(wl, "QuotaReserved"),
+        what="second's QuotaReserved condition",
+    )
+    reserved = condition(second_wl, "QuotaReserved")
+    assert reserved["status"] == "False" and reserved["reason"] == "Pending"
+    assert reserved["message"] == (
+        "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
+        "default-flavor, 1 more needed"
+    )
+    assert _job(batch, namespace, "second")["spec"]["suspend"] is True
+    assert _pods(core, namespace, "job-name=second") == []
+    queue = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", lq)
+    assert queue["status"]["pendingWorkloads"] == 1 and queue["status"]["admittedWorkloads"] == 1
+
+    release.touch()
+    wait_for(lambda: _complete(_job(batch, namespace, "first")), what="first complete", timeout=60)
+    finished = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "first"),
+        lambda wl: condition(wl, "Finished").get("status") == "True",
+        what="first's Workload finished",
+    )
+    assert condition(finished, "Finished")["reason"] == "Succeeded"
+    wait_for(lambda: _complete(_job(batch, namespace, "second")), what="second complete", timeout=60)
+    second_wl = workload_of(custom, namespace, "Job", "second")
+    assert condition(second_wl, "Admitted").get("status") == "True"
+    assert len(_pods(core, namespace, "job-name=second")) == 1  # exactly one pod: never duplicated
+
+
+def _pytorchjob(name: str, queue: str, workers: int, code: str) -> Obj:
+    def replica(count: int) -> Obj:
+        container = {
+            "name": "pytorch",
+            "image": "python:3.11",
+            "command": python_cmd(code),
+            "resources": {"limits": {GPU: "1"}},
+        }
+        return {
+            "replicas": count,
+            "restartPolicy": "Never",
+            "template": {"spec": {"containers": [container]}},
+        }
+
+    return {
+        "apiVersion": "kubeflow.org/v1",
+        "kind": "PyTorchJob",
+        "metadata": {"name": name, "labels": {QUEUE_LABEL: queue}},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(1), "Worker": replica(workers)}},
+    }
+
+
+def test_gang_is_never_partly_started_and_is_admitted_whole(
+    custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str
+) -> None:
+    cq, lq = make_queues(custom, namespace, gpus=2)
+    body = _pytorchjob("gang", lq, 2, "print('rank up')")
+    created = custom.create_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs", body)
+    assert created["spec"]["runPolicy"]["suspend"] is True
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="gang's QuotaReserved condition",
+    )
+    assert wl["metadata"]["name"].startswith("pytorchjob-gang-")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("master", 1), ("worker", 2)]
+    assert condition(wl, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set worker: insufficient unused quota for nvidia.com/gpu in flavor "
+        "default-flavor, 1 more needed"
+    )
+    assert _pods(core, namespace, "training.kubeflow.org/job-name=gang") == []
+
+    set_gpu_quota(custom, cq, 3)
+    admitted = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "Admitted").get("status") == "True",
+        what="gang admitted",
+    )
+    usage = {a["name"]: a["resourceUsage"][GPU] for a in admitted["status"]["admission"]["podSetAssignments"]}
+    assert usage == {"master": "1", "worker": "2"}
+    finished = wait_for(
+        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
+        lambda w: condition(w, "Finished").get("status") == "True",
+        what="gang finished",
+        timeout=60,
+    )
+    assert condition(finished, "Finished")["reason"] == "Succeeded"
+    assert len(_pods(core, namespace, "training.kubeflow.org/job-name=gang")) == 3
+
+
+def test_higher_priority_workload_preempts_lower_one(
+    custom: client.CustomObjectsApi, batch: client.BatchV1Api, core: client.CoreV1Api, namespace: str
+) -> None:
+    _, lq = make_queues(custom, namespace, gpus=1, preemption="LowerPriority")
+    for name, value in (("low-" + namespace[-6:], 10), ("high-" + namespace[-6:], 1000)):
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", body)
+    low_class, high_class = "low-" + namespace[-6:], "high-" + namespace[-6:]
+    sleeper = python_cmd("import time; time.sleep(120)")
+    batch.create_namespaced_job(
+        namespace, gpu_job("low", lq, sleeper, {"kueue.x-k8s.io/priority-class": low_class})
+    )
+    wait_for(lambda: _pods(core, namespace, "job-name=low"), what="low's pod")
+    low_wl = workload_of(custom, namespace, "Job", "low")
+    assert low_wl and low_wl["spec"]["priority"] == 10
+    assert low_wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+
+    batch.create_namespaced_job(
+        namespace,
+        gpu_job("high", lq, python_cmd("print('high')"), {"kueue.x-k8s.io/priority-class": high_class}),
+    )
+    seen = watch_versions(
+        custom.list_namespaced_custom_object,
+        GROUP,
+        VERSION,
+        namespace,
+        "workloads",
+        name=low_wl["metadata"]["name"],
+        until=lambda w: condition(w, "Evicted").get("status") == "True",
+        timeout=30,
+        since=low_wl["metadata"]["resourceVersion"],
+    )
+    evicted = condition(seen[-1], "Evicted")
+    assert evicted and evicted["reason"] == "Preempted"
+    high_wl = wait_for(lambda: workload_of(custom, namespace, "Job", "high"), what="high's workload")
+    job_uid = high_wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"]
+    assert evicted["message"] == (
+        f"Preempted to accommodate a workload (UID: {high_wl['metadata']['uid']}, JobUID: {job_uid}) "
+        "due to prioritization in the ClusterQueue"
+    )
+    wait_for(lambda: _complete(_job(batch, namespace, "high")), what="high complete", timeout=60)
+    # The low job was stopped (suspended, its pod deleted) and requeued; with the GPU free again it is
+    # admitted anew, its eviction kept as history.
+    readmitted = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "low"),
+        lambda w: condition(w, "Admitted").get("status") == "True",
+        what="low re-admitted",
+    )
+    assert condition(readmitted, "Evicted")["status"] == "False"
+    assert condition(readmitted, "Evicted")["message"].startswith("Previously: Preempted to accommodate")
+    assert condition(readmitted, "Requeued").get("reason") == "Preempted"
+
+
+def test_deleting_a_job_deletes_its_workload(
+    custom: client.CustomObjectsApi, batch: client.BatchV1Api, namespace: str
+) -> None:
+    _, lq = make_queues(custom, namespace, gpus=0)
+    batch.create_namespaced_job(namespace, gpu_job("doomed", lq, python_cmd("pass")))
+    wait_for(lambda: workload_of(custom, namespace, "Job", "doomed"), what="workload")
+    batch.delete_namespaced_job("doomed", namespace)
+    wait_for(lambda: not workload_of(custom, namespace, "Job", "doomed"), what="workload deleted")
+
+
+def test_kubectl_get_queues_and_workloads(
+    cluster: ClusterThread,
+    custom: client.CustomObjectsApi,
+    batch: client.BatchV1Api,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    import shutil
+
+    if shutil.which("kubectl") is None:
+        pytest.skip("kubectl is not installed")
+    from .test_kubectl import kubectl
+
+    cq, lq = make_queues(custom, namespace, gpus=0)
+    batch.create_namespaced_job(namespace, gpu_job("waiting", lq, python_cmd("pass")))
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "Job", "waiting"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="pending workload",
+    )
+    wait_for(
+        lambda: custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq).get("status", {}),
+        lambda s: s.get("pendingWorkloads") == 1,
+        what="cq pending count",
+    )
+    cqs = kubectl(cluster, tmp_path, "get", "clusterqueue", cq).stdout.splitlines()
+    assert cqs[0].split() == ["NAME", "COHORT", "PENDING", "WORKLOADS"]
+    assert cqs[1].split() == [cq, "1"]
+    wide = kubectl(cluster, tmp_path, "get", "cq", cq, "-o", "wide").stdout.splitlines()
+    assert wide[0].split() == ["NAME", "COHORT", "STRATEGY", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+    assert wide[1].split() == [cq, "BestEffortFIFO", "1", "0"]
+    lqs = kubectl(cluster, tmp_path, "get", "-n", namespace, "localqueues").stdout.splitlines()
+    assert lqs[0].split() == ["NAME", "CLUSTERQUEUE", "PENDING", "WORKLOADS", "ADMITTED", "WORKLOADS"]
+    assert lqs[1].split() == [lq, cq, "1", "0"]
+    wls = kubectl(cluster, tmp_path, "get", "-n", namespace, "workloads").stdout.splitlines()
+    assert wls[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
+    assert wls[1].split()[:2] == [wl["metadata"]["name"], lq]
