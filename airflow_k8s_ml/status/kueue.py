@@ -175,10 +175,10 @@ def queue_line(what: str, state: QueueState) -> str:
     if state.finished:
         return f"{what}: Kueue workload {state.workload} finished"
     if state.evicted:
-        what = "preempted" if state.preempted else f"evicted ({state.eviction_reason})"
+        how = "preempted" if state.preempted else f"evicted ({state.eviction_reason})"
         detail = f": {state.message}" if state.message else ""
         return (
-            f"{what} was {what} in {where}{detail}; Kueue suspends and requeues it, "
+            f"{what} was {how} in {where}{detail}; Kueue suspends and requeues it, "
             f"waiting for re-admission (admission_timeout applies again)"
         )
     if state.admitted:

@@ -90,7 +90,7 @@ def test_preempted_is_evicted_waiting_and_said_so() -> None:
     assert state.evicted and state.preempted and state.waiting and not state.admitted
     assert state.requeues == 1
     line = queue_line("Job ns/train", state)
-    assert "was preempted in queue gpu: Preempted to accommodate a higher priority Workload" in line
+    assert line.startswith("Job ns/train was preempted in queue gpu: Preempted to accommodate a higher")
     assert "requeues it" in line
     assert (
         admission_reason(state) == "evicted (Preempted): Preempted to accommodate a higher priority Workload"
@@ -101,7 +101,7 @@ def test_other_evictions_name_their_reason() -> None:
     wl = _workload(_cond("Evicted", "True", "PodsReadyTimeout", "Exceeded the PodsReady timeout"))
     state = queue_state(wl)
     assert not state.preempted
-    assert "was evicted (PodsReadyTimeout)" in queue_line("Job ns/t", state)
+    assert queue_line("Job ns/t", state).startswith("Job ns/t was evicted (PodsReadyTimeout)")
 
 
 def test_a_change_of_state_changes_the_key() -> None:
