@@ -188,3 +188,49 @@ def test_preempted_task_is_reported_requeued_and_finishes_without_duplicate(
     low_jobs = [j for j in jobs(batch, namespace) if j.metadata.labels["airflow-k8s-ml/task-id"] == "low"]
     assert [j.metadata.uid for j in low_jobs] == [low_job.metadata.uid]  # the same Job: no duplicate
     assert result["uid"] == low_job.metadata.uid
+
+
+def _gang_operator(kind: str, namespace: str, lq: str) -> Any:
+    """A queued 2-pod gang of ``kind`` asking 1 GPU per pod, with a 2 s admission budget."""
+    from airflow_k8s_ml.operators import PyTorchJobOperator, TrainJobOperator
+
+    common = {
+        "namespace": namespace,
+        "image": "python:3.11",
+        "command": ["python", "-c", "print('never runs')"],
+        "queue_name": lq,
+        "admission_timeout": 2,
+    }
+    if kind == "PyTorchJob":
+        return PyTorchJobOperator(task_id="gang", workers=1, gpus=1, **common)
+    return TrainJobOperator(task_id="gang", num_nodes=2, resources_per_node={"nvidia.com/gpu": 1}, **common)
+
+
+@pytest.mark.parametrize(
+    ("kind", "reason"),
+    [
+        # the master's GPU fits the quota of 1, the worker's does not
+        (
+            "PyTorchJob",
+            "pod set worker: insufficient unused quota for nvidia.com/gpu in flavor default-flavor, "
+            "1 more needed",
+        ),
+        # one pod set of 2 nodes: more than the whole quota
+        (
+            "TrainJob",
+            "pod set node: insufficient quota for nvidia.com/gpu in flavor default-flavor, "
+            "request > maximum capacity (2 > 1)",
+        ),
+    ],
+)
+def test_queued_gang_kinds_wait_with_kueues_reason(
+    kind: str, reason: str, custom: client.CustomObjectsApi, namespace: str, capsys: Any
+) -> None:
+    """PyTorchJobs and TrainJobs are followed the same way: their Workload found by the job's uid."""
+    _, lq = make_queues(custom, namespace, gpus=1)
+    with pytest.raises(DeadlineExceeded) as info:
+        run_task(_gang_operator(kind, namespace, lq), make_context("gang"))
+    assert str(info.value) == f"admission_timeout 2s exceeded: couldn't assign flavors to {reason}"
+    assert f"waiting for admission in queue {lq} [Pending]: couldn't assign flavors to {reason}" in task_log(
+        capsys
+    )
