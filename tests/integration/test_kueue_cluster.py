@@ -12,7 +12,7 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity
+from airflow_k8s_ml.local_cluster.settings import NodeCapacity, QueueQuota
 
 from ..cluster_fixtures import fast_settings, python_cmd, wait_for, watch_versions
 from .kueue_helpers import (
@@ -75,6 +75,16 @@ def _complete(job: Obj) -> bool:
     )
 
 
+def _wait_true(custom: client.CustomObjectsApi, namespace: str, kind: str, name: str, type_: str) -> Obj:
+    """The Workload of the ``kind`` object ``name`` once its condition ``type_`` is True."""
+    return wait_for(
+        lambda: workload_of(custom, namespace, kind, name),
+        lambda wl: condition(wl, type_).get("status") == "True",
+        timeout=60,
+        what=f"{type_} of the Workload of {kind} {name}",
+    )
+
+
 def _pods(core: client.CoreV1Api, namespace: str, selector: str) -> list[Any]:
     return list(core.list_namespaced_pod(namespace, label_selector=selector).items)
 
@@ -89,11 +99,7 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     cq, lq = make_queues(custom, namespace, gpus=1)
     release = tmp_path / "release"
     batch.create_namespaced_job(namespace, gpu_job("first", lq, _wait_file(release)))
-    first_wl = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: condition(wl, "Admitted").get("status") == "True",
-        what="first admitted",
-    )
+    first_wl = _wait_true(custom, namespace, "Job", "first", "Admitted")
     assert (
         first_wl["metadata"]["name"].startswith("job-first-")
         and len(first_wl["metadata"]["name"]) == len("job-first-") + 5
@@ -102,6 +108,10 @@ def test_second_gpu_job_waits_for_quota_then_runs(
     assert first_wl["status"]["admission"]["podSetAssignments"][0]["flavors"][GPU] == "default-flavor"
     assert condition(first_wl, "QuotaReserved")["reason"] == "QuotaReserved"
     wait_for(lambda: _job(batch, namespace, "first")["spec"]["suspend"] is False, what="first unsuspended")
+    ready = _wait_true(custom, namespace, "Job", "first", "PodsReady")
+    assert (
+        condition(ready, "PodsReady")["message"] == "All pods reached readiness and the workload is running"
+    )
 
     created = batch.create_namespaced_job(namespace, gpu_job("second", lq, python_cmd("print('second ran')")))
     assert created.spec.suspend is True  # the webhook suspends a queued job at creation
@@ -117,17 +127,17 @@ def test_second_gpu_job_waits_for_quota_then_runs(
         "default-flavor, 1 more needed"
     )
     assert _job(batch, namespace, "second")["spec"]["suspend"] is True
+    events = core.list_namespaced_event(
+        namespace, field_selector=f"involvedObject.name={second_wl['metadata']['name']}"
+    )
+    assert [(e.reason, e.message) for e in events.items] == [("Pending", reserved["message"])]
     assert _pods(core, namespace, "job-name=second") == []
     queue = custom.get_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", lq)
     assert queue["status"]["pendingWorkloads"] == 1 and queue["status"]["admittedWorkloads"] == 1
 
     release.touch()
     wait_for(lambda: _complete(_job(batch, namespace, "first")), what="first complete", timeout=60)
-    finished = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "first"),
-        lambda wl: condition(wl, "Finished").get("status") == "True",
-        what="first's Workload finished",
-    )
+    finished = _wait_true(custom, namespace, "Job", "first", "Finished")
     assert condition(finished, "Finished")["reason"] == "Succeeded"
     wait_for(lambda: _complete(_job(batch, namespace, "second")), what="second complete", timeout=60)
     second_wl = workload_of(custom, namespace, "Job", "second")
@@ -178,19 +188,10 @@ def test_gang_is_never_partly_started_and_is_admitted_whole(
     assert _pods(core, namespace, "training.kubeflow.org/job-name=gang") == []
 
     set_gpu_quota(custom, cq, 3)
-    admitted = wait_for(
-        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
-        lambda w: condition(w, "Admitted").get("status") == "True",
-        what="gang admitted",
-    )
+    admitted = _wait_true(custom, namespace, "PyTorchJob", "gang", "Admitted")
     usage = {a["name"]: a["resourceUsage"][GPU] for a in admitted["status"]["admission"]["podSetAssignments"]}
     assert usage == {"master": "1", "worker": "2"}
-    finished = wait_for(
-        lambda: workload_of(custom, namespace, "PyTorchJob", "gang"),
-        lambda w: condition(w, "Finished").get("status") == "True",
-        what="gang finished",
-        timeout=60,
-    )
+    finished = _wait_true(custom, namespace, "PyTorchJob", "gang", "Finished")
     assert condition(finished, "Finished")["reason"] == "Succeeded"
     assert len(_pods(core, namespace, "training.kubeflow.org/job-name=gang")) == 3
 
@@ -214,6 +215,8 @@ def test_higher_priority_workload_preempts_lower_one(
     )
     wait_for(lambda: _pods(core, namespace, "job-name=low"), what="low's pod")
     low_wl = workload_of(custom, namespace, "Job", "low")
+    low_pod = _pods(core, namespace, "job-name=low")[0].metadata.name
+    low_job_version = batch.read_namespaced_job("low", namespace).metadata.resource_version
     assert low_wl and low_wl["spec"]["priority"] == 10
     assert low_wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
 
@@ -233,6 +236,19 @@ def test_higher_priority_workload_preempts_lower_one(
         since=low_wl["metadata"]["resourceVersion"],
     )
     evicted = condition(seen[-1], "Evicted")
+    # The evicted job is suspended again (never deleted and recreated), and its pod goes away.
+    watch_versions(
+        batch.list_namespaced_job,
+        namespace,
+        name="low",
+        until=lambda j: j.spec.suspend is True,
+        timeout=30,
+        since=low_job_version,
+    )
+    wait_for(
+        lambda: low_pod not in [p.metadata.name for p in _pods(core, namespace, "job-name=low")],
+        what="the preempted pod deleted",
+    )
     assert evicted and evicted["reason"] == "Preempted"
     high_wl = wait_for(lambda: workload_of(custom, namespace, "Job", "high"), what="high's workload")
     job_uid = high_wl["metadata"]["labels"]["kueue.x-k8s.io/job-uid"]
@@ -243,11 +259,7 @@ def test_higher_priority_workload_preempts_lower_one(
     wait_for(lambda: _complete(_job(batch, namespace, "high")), what="high complete", timeout=60)
     # The low job was stopped (suspended, its pod deleted) and requeued; with the GPU free again it is
     # admitted anew, its eviction kept as history.
-    readmitted = wait_for(
-        lambda: workload_of(custom, namespace, "Job", "low"),
-        lambda w: condition(w, "Admitted").get("status") == "True",
-        what="low re-admitted",
-    )
+    readmitted = _wait_true(custom, namespace, "Job", "low", "Admitted")
     assert condition(readmitted, "Evicted")["status"] == "False"
     assert condition(readmitted, "Evicted")["message"].startswith("Previously: Preempted to accommodate")
     assert condition(readmitted, "Requeued").get("reason") == "Preempted"
@@ -300,3 +312,69 @@ def test_kubectl_get_queues_and_workloads(
     wls = kubectl(cluster, tmp_path, "get", "-n", namespace, "workloads").stdout.splitlines()
     assert wls[0].split() == ["NAME", "QUEUE", "RESERVED", "IN", "ADMITTED", "FINISHED", "AGE"]
     assert wls[1].split()[:2] == [wl["metadata"]["name"], lq]
+    together = kubectl(
+        cluster, tmp_path, "get", "-n", namespace, "clusterqueues,localqueues,workloads"
+    ).stdout
+    for shown in (
+        f"clusterqueue.kueue.x-k8s.io/{cq}",
+        f"localqueue.kueue.x-k8s.io/{lq}",
+        "workload.kueue.x-k8s.io/",
+    ):
+        assert shown in together
+
+
+def test_queued_trainjob_waits_then_runs_whole(custom: client.CustomObjectsApi, namespace: str) -> None:
+    cq, lq = make_queues(custom, namespace, gpus=1)
+    body = {
+        "apiVersion": "trainer.kubeflow.org/v1alpha1",
+        "kind": "TrainJob",
+        "metadata": {"name": "tj", "labels": {QUEUE_LABEL: lq}},
+        "spec": {
+            "runtimeRef": {"name": "torch-distributed"},
+            "trainer": {
+                "numNodes": 2,
+                "image": "python:3.11",
+                "command": python_cmd("print('node up')"),
+                "resourcesPerNode": {"limits": {GPU: "1"}},
+            },
+        },
+    }
+    created = custom.create_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs", body
+    )
+    assert created["spec"]["suspend"] is True
+    wl = wait_for(
+        lambda: workload_of(custom, namespace, "TrainJob", "tj"),
+        lambda w: condition(w, "QuotaReserved"),
+        what="the TrainJob's QuotaReserved condition",
+    )
+    assert wl["metadata"]["name"].startswith("trainjob-tj-")
+    assert [(p["name"], p["count"]) for p in wl["spec"]["podSets"]] == [("node", 2)]
+    assert condition(wl, "QuotaReserved")["message"] == (
+        "couldn't assign flavors to pod set node: insufficient quota for nvidia.com/gpu in flavor "
+        "default-flavor, request > maximum capacity (2 > 1)"
+    )
+    set_gpu_quota(custom, cq, 2)
+    _wait_true(custom, namespace, "TrainJob", "tj", "Admitted")
+    finished = _wait_true(custom, namespace, "TrainJob", "tj", "Finished")
+    assert condition(finished, "Finished")["reason"] == "Succeeded"
+
+
+def test_default_queue_from_settings_admits_a_job(tmp_path: Path) -> None:
+    """What `local up --gpus 1 --gpu-quota 1` starts: upstream's sample queue, ready for a queued Job."""
+    from kubernetes import config
+
+    settings = fast_settings(tmp_path / "c", capacity=NodeCapacity(gpus=1), queue_quota=QueueQuota(gpus=1))
+    with ClusterThread(settings) as running:
+        api = config.new_client_from_config(config_file=str(running.kubeconfig_path))
+        try:
+            custom, batch = client.CustomObjectsApi(api), client.BatchV1Api(api)
+            cq = custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", "cluster-queue")
+            flavor = cq["spec"]["resourceGroups"][0]["flavors"][0]
+            assert flavor["name"] == "default-flavor"
+            assert {r["name"]: r["nominalQuota"] for r in flavor["resources"]}[GPU] == "1"
+            batch.create_namespaced_job("default", gpu_job("hello", "user-queue", python_cmd("print('hi')")))
+            finished = _wait_true(custom, "default", "Job", "hello", "Finished")
+            assert finished["status"]["admission"]["clusterQueue"] == "cluster-queue"
+        finally:
+            api.close()

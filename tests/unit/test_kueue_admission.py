@@ -7,12 +7,17 @@ import argparse
 from decimal import Decimal
 from typing import Any
 
+import pytest
+
 from airflow_k8s_ml.local_cluster.__main__ import add_serve_arguments, options_from
 from airflow_k8s_ml.local_cluster.controllers.kueue.defaults import default_objects
-from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, pod_sets
+from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, finished, pod_sets
 from airflow_k8s_ml.local_cluster.controllers.kueue.quota import assign_flavors, quantity_string
 from airflow_k8s_ml.local_cluster.controllers.kueue.scheduling import schedule
+from airflow_k8s_ml.local_cluster.controllers.kueue.webhook import default_cluster_queue, validate_local_queue
 from airflow_k8s_ml.local_cluster.controllers.kueue.workloads import workload_name
+from airflow_k8s_ml.local_cluster.errors import StatusError
+from airflow_k8s_ml.local_cluster.schema import schema_for, unknown_fields
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"
@@ -202,7 +207,7 @@ def test_no_preemption_of_equal_priority_or_when_never() -> None:
 
 
 def test_workload_name_and_pod_sets_follow_upstream() -> None:
-    job = {
+    job: Obj = {
         "metadata": {"name": "train", "namespace": "ns", "uid": "u1"},
         "spec": {"parallelism": 4, "completions": 2, "template": {"spec": {"containers": []}}},
     }
@@ -226,3 +231,61 @@ def test_gpu_quota_flag_creates_the_default_queue() -> None:
     assert {r["name"]: r["nominalQuota"] for r in resources} == {"cpu": "4", "memory": "32Gi", GPU: "1"}
     assert objects["localqueues"]["spec"]["clusterQueue"] == "cluster-queue"
     assert options_from(parser.parse_args([])).settings().queue_quota is None
+
+
+def test_finished_reports_success_and_failure_as_upstream() -> None:
+    done = {"status": {"conditions": [{"type": "Complete", "status": "True"}]}}
+    assert finished(JOB, done) == (True, "Succeeded", "Job finished successfully")
+    failed = {
+        "status": {"conditions": [{"type": "Failed", "status": "True", "message": "BackoffLimitExceeded"}]}
+    }
+    assert finished(JOB, failed) == (True, "Failed", "BackoffLimitExceeded")
+    assert (
+        finished(PYTORCHJOB, {"status": {"conditions": [{"type": "Running", "status": "True"}]}})[0] is False
+    )
+
+
+def test_cluster_queue_enums_and_local_queue_immutability_as_the_crds() -> None:
+    with pytest.raises(StatusError) as bad:
+        default_cluster_queue({"metadata": {"name": "cq"}, "spec": {"queueingStrategy": "LIFO"}}, None)
+    assert bad.value.code == 422
+    assert bad.value.message == (
+        'ClusterQueue.kueue.x-k8s.io "cq" is invalid: spec.queueingStrategy: Unsupported value: "LIFO": '
+        'supported values: "StrictFIFO", "BestEffortFIFO"'
+    )
+    defaulted = default_cluster_queue({"metadata": {"name": "cq"}}, None)
+    assert defaulted["spec"]["queueingStrategy"] == "BestEffortFIFO"
+    assert defaulted["spec"]["preemption"]["withinClusterQueue"] == "Never"
+    old = {"metadata": {"name": "lq"}, "spec": {"clusterQueue": "a"}}
+    with pytest.raises(StatusError) as moved:
+        validate_local_queue({"metadata": {"name": "lq"}, "spec": {"clusterQueue": "b"}}, old)
+    assert 'spec.clusterQueue: Invalid value: "string": field is immutable' in moved.value.message
+
+
+def test_strict_field_validation_knows_the_kueue_fields() -> None:
+    queue = cq(1)
+    queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuotta"] = "1"
+    assert unknown_fields(queue, schema_for("kueue.x-k8s.io/v1beta1", "ClusterQueue")) == [
+        "spec.resourceGroups[0].flavors[0].resources[0].nominalQuotta"
+    ]
+    workload = wl("a", ("main", 1, pod()))
+    assert unknown_fields(workload, schema_for("kueue.x-k8s.io/v1beta1", "Workload")) == []
+    priority_class = {"metadata": {"name": "p"}, "value": 10, "descripton": "x"}
+    assert unknown_fields(priority_class, schema_for("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")) == [
+        "descripton"
+    ]
+
+
+def test_events_say_pending_once_per_message_and_report_wait_times() -> None:
+    first = run(
+        cq(1), wl("a", ("main", 1, pod())), wl("b", ("main", 1, pod()), created="2026-01-01T00:00:01Z")
+    )
+    reasons = [(key[1], reason) for key, _, reason, _ in first.events]
+    assert reasons == [("a", "QuotaReserved"), ("a", "Admitted"), ("b", "Pending")]
+    waited = first.events[0][3]
+    assert waited.startswith("Quota reserved in ClusterQueue cq, wait time since queued was ")
+    assert first.events[1][3] == "Admitted by ClusterQueue cq, wait time since reservation was 0s"
+    still = wl("b", ("main", 1, pod()))
+    still["status"] = first.workloads[("ns", "b")]
+    again = run(cq(1), _admitted("a", 0, "2026-01-01T00:00:00Z"), still)
+    assert again.events == [] and again.workloads == {}

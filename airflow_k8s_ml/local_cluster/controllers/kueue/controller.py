@@ -41,7 +41,7 @@ from .integrations import (
     set_suspended,
 )
 from .scheduling import schedule
-from .webhook import default_cluster_queue, suspend_queued
+from .webhook import default_cluster_queue, suspend_queued, validate_local_queue
 from .workloads import (
     finished_status,
     has_reservation,
@@ -69,6 +69,7 @@ class KueueController(Controller):
         for integration in INTEGRATIONS:
             self.cluster.register_admission(integration.rt, suspend_queued(integration))
         self.cluster.register_admission(CLUSTER_QUEUES, default_cluster_queue)
+        self.cluster.register_admission(LOCAL_QUEUES, validate_local_queue)
 
     async def start(self) -> None:
         self.install_default_queue()
@@ -87,8 +88,10 @@ class KueueController(Controller):
     # -- keys --------------------------------------------------------------------------------------
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         integration = by_storage_key(change.storage_key)
-        if integration is not None:
-            return [(change.namespace, f"{integration.rt.plural}/{change.obj['metadata']['name']}"), SCHEDULE]
+        if integration is not None:  # the scheduling pass follows from the Workload changes this makes
+            if not managed(integration, change.obj):
+                return []
+            return [(change.namespace, f"{integration.rt.plural}/{change.obj['metadata']['name']}")]
         if change.storage_key == JOBSETS.storage_key:
             owner = controller_ref(change.obj) or {}
             return (

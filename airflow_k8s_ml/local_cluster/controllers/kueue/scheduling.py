@@ -13,11 +13,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from decimal import Decimal
 from typing import Any
 
 from airflow_k8s_ml.k8s.selectors import SelectorError, label_selector_from_match
 
+from ...kubelet.status import go_duration
+from ...meta import parse_time
 from ..metav1_conditions import condition, find
 from .api import (
     ADMITTED,
@@ -32,11 +33,14 @@ from .api import (
     REASON_PENDING,
     REASON_PREEMPTED,
     REASON_QUOTA_RESERVED,
+    REQUEUED,
     STRICT_FIFO,
     preempted_message,
     quota_reserved_message,
 )
-from .quota import Usage, add_usage, assign_flavors, quantity_string, workload_usage
+from .preemption import preemption_victims
+from .queue_status import cluster_queue_status, local_queue_status
+from .quota import Usage, add_usage, assign_flavors, workload_usage
 from .workloads import has_reservation, is_evicted, is_finished, priority, with_conditions
 
 Obj = dict[str, Any]
@@ -104,7 +108,11 @@ def schedule(
             plan.workloads[_key(wl)] = status
 
     def pending(wl: Obj, reason: str, message: str) -> None:
+        """QuotaReserved False, and upstream's ``Pending`` event when the reason's words change."""
+        old = find((wl.get("status") or {}).get("conditions"), QUOTA_RESERVED) or {}
         put(wl, condition(QUOTA_RESERVED, "False", reason, message, now))
+        if old.get("status") != "False" or old.get("message") != message:
+            plan.events.append((_key(wl), "Normal", REASON_PENDING, message))
 
     for wl in live:
         if has_reservation(wl):
@@ -130,14 +138,14 @@ def schedule(
             per_cq[cq_name].append(wl)
 
     for name, cq in cqs.items():
-        _schedule_queue(cq, per_cq[name], plan, put, now)
+        _schedule_queue(cq, per_cq[name], plan, put, pending, now)
         plan.cluster_queues[name] = _cq_status(cq, per_cq[name], plan, flavors, now)
     for key, lq in lqs.items():
         plan.local_queues[key] = _lq_status(lq, live, cqs, plan, now)
     return plan
 
 
-def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: float) -> None:
+def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, pending: Any, now: float) -> None:
     name = cq["metadata"]["name"]
     reserved = [w for w in members if has_reservation(w)]
     used: Usage = {}
@@ -145,7 +153,9 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
         used = add_usage(used, workload_usage(wl))
     spec = cq.get("spec") or {}
     strategy = spec.get("queueingStrategy") or BEST_EFFORT_FIFO
-    preempt = ((spec.get("preemption") or {}).get("withinClusterQueue") or "Never") == LOWER_PRIORITY
+    # LowerOrNewerEqualPriority is served as LowerPriority (equal-priority newer victims are not considered).
+    policy = (spec.get("preemption") or {}).get("withinClusterQueue") or "Never"
+    preempt = policy in (LOWER_PRIORITY, "LowerOrNewerEqualPriority")
     evicting = [w for w in reserved if is_evicted(w)]
     for wl in sorted((w for w in members if not has_reservation(w)), key=_order):
         assignment = assign_flavors(wl, cq, used)
@@ -156,14 +166,15 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
                 *_admitted_conditions(wl, name, now),
                 admission={"clusterQueue": name, "podSetAssignments": assignment.pod_sets},
             )
-            plan.events.append(
-                (_key(wl), "Normal", REASON_QUOTA_RESERVED, f"Quota reserved in ClusterQueue {name}")
-            )
-            plan.events.append((_key(wl), "Normal", REASON_ADMITTED, f"Admitted by ClusterQueue {name}"))
+            waited = _waited(now - _queued_at(wl))
+            reserved_text = f"Quota reserved in ClusterQueue {name}, wait time since queued was {waited}"
+            plan.events.append((_key(wl), "Normal", REASON_QUOTA_RESERVED, reserved_text))
+            admitted_text = f"Admitted by ClusterQueue {name}, wait time since reservation was 0s"
+            plan.events.append((_key(wl), "Normal", REASON_ADMITTED, admitted_text))
             continue
         message = assignment.message
         if preempt:
-            victims = _victims(wl, cq, [w for w in reserved if w not in evicting], evicting, used)
+            victims = preemption_victims(wl, cq, [w for w in reserved if w not in evicting], evicting, used)
             waiting = [w for w in evicting if priority(w) < priority(wl)]
             if victims is not None:
                 for victim in victims:
@@ -175,41 +186,22 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, now: floa
                     message = (
                         f"{message}. Pending the preemption of {len(victims) + len(waiting)} workload(s)"
                     )
-        put(wl, condition(QUOTA_RESERVED, "False", REASON_PENDING, message, now))
+        pending(wl, REASON_PENDING, message)
         if strategy == STRICT_FIFO:
             break
 
 
-def _victims(wl: Obj, cq: Obj, candidates: list[Obj], evicting: list[Obj], used: Usage) -> list[Obj] | None:
-    """Lower-priority admitted workloads to evict so that ``wl`` fits, or None when even all would not do.
-    Quota of workloads already being evicted counts as free."""
-    free = used
-    for w in evicting:
-        free = add_usage(free, workload_usage(w), -1)
-    lower = [w for w in candidates if priority(w) < priority(wl)]
-    chosen: list[Obj] = []
-    if assign_flavors(wl, cq, free).fits:
-        return chosen
-    for victim in _newest_first_within_priority(lower):
-        chosen.append(victim)
-        free = add_usage(free, workload_usage(victim), -1)
-        if assign_flavors(wl, cq, free).fits:
-            return chosen
-    return None
+def _queued_at(wl: Obj) -> float:
+    """When the workload last entered the queue: its requeue, else its creation."""
+    requeued = find((wl.get("status") or {}).get("conditions"), REQUEUED) or {}
+    stamp = requeued.get("lastTransitionTime") or wl["metadata"].get("creationTimestamp")
+    return parse_time(stamp) if stamp else 0.0
 
 
-def _admitted_at(wl: Obj) -> str:
-    cond = find((wl.get("status") or {}).get("conditions"), QUOTA_RESERVED) or {}
-    return str(cond.get("lastTransitionTime", ""))
-
-
-def _newest_first_within_priority(workloads: list[Obj]) -> list[Obj]:
-    """Lowest priority first; among equals the most recently admitted first (it lost the least work)."""
-    return sorted(workloads, key=lambda w: (priority(w), _neg(_admitted_at(w))))
-
-
-def _neg(text: str) -> tuple[int, ...]:
-    return tuple(-ord(c) for c in text)
+def _waited(seconds: float) -> str:
+    """Go's ``time.Duration.Round(time.Second).String()``: 0s, 45s, 1m5s."""
+    total = max(0, round(seconds))
+    return go_duration(float(total)) if total else "0s"
 
 
 def _admitted_conditions(wl: Obj, cq_name: str, now: float) -> list[Obj]:
@@ -231,51 +223,9 @@ def _status_of(key: Key, wl: Obj, plan: Plan) -> Obj:
     return {**wl, "status": plan.workloads.get(key, wl.get("status") or {})}
 
 
-def _usage_rows(cq: Obj, usage: Usage) -> list[Obj]:
-    rows = []
-    for group in (cq.get("spec") or {}).get("resourceGroups") or []:
-        for flavor in group.get("flavors") or []:
-            fname = str(flavor.get("name"))
-            resources = [
-                {
-                    "name": r,
-                    "total": quantity_string(r, usage.get((fname, r), Decimal(0))),
-                    "borrowed": "0",
-                }
-                for r in group.get("coveredResources") or []
-            ]
-            rows.append({"name": fname, "resources": resources})
-    return rows
-
-
 def _cq_status(cq: Obj, members: list[Obj], plan: Plan, flavors: set[str], now: float) -> Obj:
     current = [_status_of(_key(w), w, plan) for w in members]
-    holding = [w for w in current if has_reservation(w)]
-    usage: Usage = {}
-    for wl in holding:
-        usage = add_usage(usage, workload_usage(wl))
-    missing = _missing_flavors(cq, flavors)
-    active = (
-        condition("Active", "True", "Ready", "Can admit new workloads", now)
-        if not missing
-        else condition(
-            "Active",
-            "False",
-            "FlavorNotFound",
-            f"Can't admit new workloads: references missing ResourceFlavor(s): {missing}".replace("'", ""),
-            now,
-        )
-    )
-    status = with_conditions(cq.get("status") or {}, active)
-    rows = _usage_rows(cq, usage)
-    status.update(
-        pendingWorkloads=len(current) - len(holding),
-        reservingWorkloads=len(holding),
-        admittedWorkloads=len(holding),
-        flavorsReservation=rows,
-        flavorsUsage=rows,
-    )
-    return status
+    return cluster_queue_status(cq, current, _missing_flavors(cq, flavors), now)
 
 
 def _lq_status(lq: Obj, live: list[Obj], cqs: dict[str, Obj], plan: Plan, now: float) -> Obj:
@@ -285,19 +235,4 @@ def _lq_status(lq: Obj, live: list[Obj], cqs: dict[str, Obj], plan: Plan, now: f
         for w in live
         if _key(w)[0] == namespace and (w.get("spec") or {}).get("queueName") == name
     ]
-    holding = [w for w in mine if has_reservation(w)]
-    exists = str((lq.get("spec") or {}).get("clusterQueue", "")) in cqs
-    active = (
-        condition("Active", "True", "Ready", "Can submit new workloads to localQueue", now)
-        if exists
-        else condition(
-            "Active", "False", "ClusterQueueDoesNotExist", "Can't submit new workloads to clusterQueue", now
-        )
-    )
-    status = with_conditions(lq.get("status") or {}, active)
-    status.update(
-        pendingWorkloads=len(mine) - len(holding),
-        reservingWorkloads=len(holding),
-        admittedWorkloads=len(holding),
-    )
-    return status
+    return local_queue_status(lq, mine, str((lq.get("spec") or {}).get("clusterQueue", "")) in cqs, now)

@@ -23,6 +23,7 @@ from .api import (
     REASON_NO_RESERVATION,
     REASON_PENDING,
     REASON_PODS_READY,
+    REASON_WAIT_FOR_START,
     REQUEUED,
     WORKLOAD_PRIORITY_CLASS_SOURCE,
 )
@@ -127,7 +128,7 @@ def released_status(workload: Obj, now: float) -> Obj:
         condition(ADMITTED, "False", REASON_NO_RESERVATION, NO_RESERVATION_MESSAGE, now),
         condition(REQUEUED, "True", reason, message, now),
         *(
-            [condition(PODS_READY, "False", REASON_PODS_READY, PODS_NOT_READY_MESSAGE, now)]
+            [condition(PODS_READY, "False", REASON_WAIT_FOR_START, PODS_NOT_READY_MESSAGE, now)]
             if find(status.get("conditions"), PODS_READY)
             else []
         ),
@@ -135,8 +136,8 @@ def released_status(workload: Obj, now: float) -> Obj:
 
 
 def pods_ready_status(workload: Obj, ready: bool, now: float) -> Obj:
-    message = PODS_READY_MESSAGE if ready else PODS_NOT_READY_MESSAGE
-    state = "True" if ready else "False"
-    return with_conditions(
-        workload.get("status") or {}, condition(PODS_READY, state, REASON_PODS_READY, message, now)
-    )
+    if ready:
+        cond = condition(PODS_READY, "True", REASON_PODS_READY, PODS_READY_MESSAGE, now)
+    else:
+        cond = condition(PODS_READY, "False", REASON_WAIT_FOR_START, PODS_NOT_READY_MESSAGE, now)
+    return with_conditions(workload.get("status") or {}, cond)
