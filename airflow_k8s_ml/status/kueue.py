@@ -75,9 +75,10 @@ class QueueState:
         """Still waiting for (re-)admission: not admitted, or evicted and not yet re-admitted."""
         return not self.finished and (not self.admitted or self.evicted)
 
-    def key(self) -> tuple[Any, ...]:
-        """What a change is: the task log says so once per different key."""
-        return (self.admitted, self.evicted, self.eviction_reason, self.reason, self.message, self.position)
+    def key(self) -> str:
+        """What a change is: what the task log would say (:func:`queue_line`), so a change it does not
+        show (e.g. ``Admitted`` turning False after ``Evicted`` turned True) is not logged again."""
+        return queue_line("", self)
 
 
 def _text(value: Any) -> str:

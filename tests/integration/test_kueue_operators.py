@@ -173,17 +173,29 @@ def test_preempted_task_is_reported_requeued_and_finishes_without_duplicate(
     low_labels = {"kueue.x-k8s.io/priority-class": low_class}
     low, low_job = admitted_task(batch, custom, namespace, "low", gate, queue_name=lq, labels=low_labels)
     high_labels = {"kueue.x-k8s.io/priority-class": high_class}
-    high = Task(
-        finetune("high", namespace, "print('high ran')", gpus=1, queue_name=lq, labels=high_labels), "high"
+    high_gate = tmp_path / "high-may-finish"
+    high_op = finetune(
+        "high", namespace, gated(high_gate, "print('high ran')"), gpus=1, queue_name=lq, labels=high_labels
     )
+    high = Task(high_op, "high")
+    what = f"Job {namespace}/{low_job.metadata.name}"
+    preempted = f"{what} was preempted in queue {lq}: Preempted to accommodate a workload"
+    captured: list[str] = []
+
+    def logged() -> str:
+        captured.append(task_log(capsys))
+        return "".join(captured)
+
+    # While the high-priority task holds the GPU, the low one's log says it was preempted and it waits.
+    wait_for(logged, lambda text: preempted in text, what="the low task's preemption line")
+    assert low.thread.is_alive() and "Kueue suspends and requeues it" in logged()
+    high_gate.touch()
     assert high.join()["state"]["phase"] == "succeeded"
     gate.touch()
     result = low.join()
     assert result["state"]["phase"] == "succeeded"
-    log = task_log(capsys)
-    what = f"Job {namespace}/{low_job.metadata.name}"
-    assert f"{what} was preempted in queue {lq}: Preempted to accommodate a workload" in log
-    assert "Kueue suspends and requeues it" in log
+    log = logged()
+    assert log.count(preempted) == 1
     assert log.count(f"{what} admitted by queue {lq}") == 2  # admitted, preempted, admitted again
     low_jobs = [j for j in jobs(batch, namespace) if j.metadata.labels["airflow-k8s-ml/task-id"] == "low"]
     assert [j.metadata.uid for j in low_jobs] == [low_job.metadata.uid]  # the same Job: no duplicate

@@ -202,3 +202,15 @@ def test_queued_job_uid_needs_the_queue_label() -> None:
     assert queued_job_uid(job) is None
     job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "gpu"}
     assert queued_job_uid(job) == "job-uid"
+
+
+def test_a_preemption_is_said_once_across_its_intermediate_updates() -> None:
+    """Kueue sets Evicted True while Admitted is still True, then drops Admitted: one line, not two."""
+    evicting = _workload(
+        _cond("Admitted", "True", "Admitted", "The workload is admitted"),
+        _cond("Evicted", "True", "Preempted", "Preempted to accommodate a higher priority Workload"),
+    )
+    first, line = follow(queue_state(ADMITTED), [evicting], "job-uid", "Job ns/train")
+    assert line is not None and "was preempted" in line
+    _, again = follow(first, [PREEMPTED], "job-uid", "Job ns/train")
+    assert again is None
