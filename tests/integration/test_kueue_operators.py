@@ -246,3 +246,31 @@ def test_queued_gang_kinds_wait_with_kueues_reason(
     assert f"waiting for admission in queue {lq} [Pending]: couldn't assign flavors to {reason}" in task_log(
         capsys
     )
+
+
+def test_the_workers_wait_follows_the_queue_too(
+    batch: Any, custom: client.CustomObjectsApi, namespace: str, capsys: Any
+) -> None:
+    """deferrable=False (and the sensor's pokes) read the Workload with a LIST per look: same line, same
+    message."""
+    _, lq = make_queues(custom, namespace, gpus=0)
+    op = finetune(
+        "polled",
+        namespace,
+        "print('never runs')",
+        gpus=1,
+        queue_name=lq,
+        admission_timeout=1.5,
+        deferrable=False,
+        poll_interval=0.2,
+    )
+    reason = (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+        "default-flavor, request > maximum capacity (1 > 0)"
+    )
+    with pytest.raises(DeadlineExceeded) as info:
+        run_task(op, make_context("polled"))
+    assert str(info.value) == f"admission_timeout 1.5s exceeded: {reason}"
+    log = task_log(capsys)
+    assert log.count(f"waiting for admission in queue {lq} [Pending]: {reason}") == 1
+    wait_for(lambda: not jobs(batch, namespace), what="the job deleted")
