@@ -21,7 +21,7 @@ from airflow_k8s_ml.errors import DeadlineExceeded
 
 from ..cluster_fixtures import wait_for
 from . import test_kueue_cluster
-from .kueue_helpers import GROUP, VERSION, condition, make_queues, workload_of
+from .kueue_helpers import condition, make_priority_classes, make_queues, workload_of
 from .training_helpers import finetune, jobs, make_context, run_task, task_log
 
 pytestmark = pytest.mark.usefixtures("kube_conn")
@@ -161,14 +161,7 @@ def test_preempted_task_is_reported_requeued_and_finishes_without_duplicate(
 ) -> None:
     _, lq = make_queues(custom, namespace, gpus=1, preemption="LowerPriority")
     low_class, high_class = "low-" + namespace[-6:], "high-" + namespace[-6:]
-    for name, value in ((low_class, 10), (high_class, 1000)):
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "WorkloadPriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", body)
+    make_priority_classes(custom, **{low_class: 10, high_class: 1000})
     gate = tmp_path / "low-may-finish"
     low_labels = {"kueue.x-k8s.io/priority-class": low_class}
     low, low_job = admitted_task(batch, custom, namespace, "low", gate, queue_name=lq, labels=low_labels)
