@@ -7,7 +7,7 @@ PY := $(VENV)/bin/python
 PIP := $(VENV)/bin/pip
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo demo-pytorchjob demo-trainjob test lint typecheck bench clean local-up local-down
+.PHONY: install demo demo-pytorchjob demo-trainjob demo-queue test lint typecheck bench clean local-up local-down
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -29,6 +29,11 @@ demo-pytorchjob: $(STAMP)
 # The same DAG as a Kubeflow Trainer v2 TrainJob (2 nodes on the torch-distributed runtime, DDP over gloo).
 demo-trainjob: $(STAMP)
 	DEMO_CONF='{"mode": "trainjob", "workers": 2}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-trainjob
+
+# Queued: the local cluster advertises 1 fake GPU and Kueue's user-queue 1 nvidia.com/gpu of quota; the
+# training is submitted to user-queue and its task log shows the wait for admission (docs/nightly-dag.md).
+demo-queue: $(STAMP)
+	DEMO_GPUS=1 DEMO_GPU_QUOTA=1 DEMO_CONF='{"queue": "user-queue"}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-queue
 
 test: $(STAMP)
 	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc

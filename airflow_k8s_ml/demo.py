@@ -15,7 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -47,11 +47,28 @@ class Outcome:
     xcoms: dict[str, Any] = field(default_factory=dict)
 
 
+@dataclass(frozen=True)
+class ClusterShape:
+    """What the demo's cluster advertises: ``gpus`` fake GPUs on its node and, with ``gpu_quota``, Kueue's
+    default queue (``default-flavor``, ``cluster-queue`` with that many ``nvidia.com/gpu``, LocalQueue
+    ``user-queue``) - what ``local up --gpus N --gpu-quota N`` gives - plus ``user-queue`` in the DAG's
+    namespace (:func:`prepare_cluster`)."""
+
+    gpus: int = 0
+    gpu_quota: int | None = None
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str]) -> ClusterShape:
+        """``DEMO_GPUS`` and ``DEMO_GPU_QUOTA`` (``make demo-queue`` sets both)."""
+        quota = env.get("DEMO_GPU_QUOTA")
+        return cls(gpus=int(env.get("DEMO_GPUS") or 0), gpu_quota=int(quota) if quota else None)
+
+
 @contextmanager
-def embedded_services(state_dir: Path) -> Iterator[Services]:
+def embedded_services(state_dir: Path, shape: ClusterShape | None = None) -> Iterator[Services]:
     """Local cluster + local S3, both on loopback, both stopped on exit (their processes too)."""
     from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-    from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity
+    from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity, QueueQuota
     from airflow_k8s_ml.local_s3 import LocalS3
 
     # Each demo starts from scratch: the cluster keeps its objects in its state dir across restarts, but
@@ -59,10 +76,15 @@ def embedded_services(state_dir: Path) -> Iterator[Services]:
     shutil.rmtree(state_dir / "cluster", ignore_errors=True)
     # The DAG's pods keep the operators' runAsNonRoot default, and its "image" is this machine's Python:
     # run as root, the cluster warns about them instead of refusing (docs/local-cluster.md, security).
+    shape = shape or ClusterShape()
+    quota = None
+    if shape.gpu_quota is not None:
+        quota = QueueQuota(gpus=shape.gpu_quota, cpu="4", memory="16Gi")  # its LocalQueue: prepare_cluster
     settings = ClusterSettings(
         state_dir=state_dir / "cluster",
-        capacity=NodeCapacity(cpu="4", memory="16Gi"),
+        capacity=NodeCapacity(cpu="4", memory="16Gi", gpus=shape.gpus),
         run_as_non_root="warn",
+        queue_quota=quota,
     )
     with LocalS3("127.0.0.1", buckets=(BUCKET,)) as s3, ClusterThread(settings) as cluster:
         yield Services(cluster.kubeconfig_path, s3.endpoint_url, s3.credentials.env(), cluster, s3)
@@ -92,10 +114,11 @@ def connections(services: Services) -> dict[str, str]:
     }
 
 
-def prepare_cluster(services: Services) -> None:
+def prepare_cluster(services: Services, queued: bool = False) -> None:
     """The namespace and the S3 credentials Secret the DAG's pods load with ``env_from`` — on a real
-    cluster an admin creates the same Secret (or uses workload identity). Idempotent: the local cluster
-    keeps its objects across restarts, and the Secret is brought up to date."""
+    cluster an admin creates the same Secret (or uses workload identity); ``queued``: Kueue's LocalQueue
+    ``user-queue`` in it, on the default ``cluster-queue``. Idempotent: the local cluster keeps its
+    objects across restarts, and the Secret is brought up to date."""
     from kubernetes import client, config
     from kubernetes.client.exceptions import ApiException
 
@@ -117,6 +140,20 @@ def prepare_cluster(services: Services) -> None:
             if exc.status != 409:
                 raise
             core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret, field_validation="Strict")
+        if queued:
+            queue = {
+                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "kind": "LocalQueue",
+                "metadata": {"name": "user-queue"},
+                "spec": {"clusterQueue": "cluster-queue"},
+            }
+            try:
+                client.CustomObjectsApi(api).create_namespaced_custom_object(
+                    "kueue.x-k8s.io", "v1beta1", NAMESPACE, "localqueues", queue
+                )
+            except ApiException as exc:
+                if exc.status != 409:
+                    raise
     finally:
         api.close()
 
@@ -174,8 +211,9 @@ def main(output: Path) -> int:
     output.mkdir(parents=True, exist_ok=True)
     conf = json.loads(os.environ.get("DEMO_CONF", "{}"))
     print(f"demo: starting the local cluster and the local S3 endpoint (state in {output / 'state'})")
-    with embedded_services(output / "state") as services:
-        prepare_cluster(services)
+    shape = ClusterShape.from_env(os.environ)
+    with embedded_services(output / "state", shape) as services:
+        prepare_cluster(services, queued=shape.gpu_quota is not None)
         print("demo: seeding a base model and input batches")
         seed(services, output / "seed.log")
         # A fresh Airflow home too: an earlier run's database would carry its DAG runs and schedule.

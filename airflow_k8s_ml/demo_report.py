@@ -296,6 +296,8 @@ def render(summary: dict[str, Any]) -> str:
             f"{_phase(training.get('state'))} in {float(summary.get('training_seconds') or 0):.1f}s "
             f"(attempts {training.get('attempts')}, resumed from {training.get('resumed_from')})"
         )
+        if training.get("admitted_at"):  # queued (``queue`` Param): when Kueue admitted it
+            lines.append(f"training admitted by Kueue at {training['admitted_at']}")
     if summary.get("training_tab"):
         lines.append(f"training curve in the Airflow UI (Training tab): {summary['training_tab']}")
     deploy = summary.get("deploy") or {}

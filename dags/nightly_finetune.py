@@ -69,6 +69,8 @@ TRAINING = {
     "deadline": timedelta(hours=6),
     "retries": 2,
     "retry_delay": timedelta(minutes=2),
+    # Kueue: the LocalQueue to submit to ("" = not queued); a queued run waits, logged, for admission.
+    "queue_name": "{{ params.queue }}",
     **DEADLINES,
 }
 #: The TrainJob takes the same arguments but the Secret (as ``secret_env``: no envFrom on a trainer) and
@@ -84,7 +86,8 @@ DOC = """
 1. **fine_tune** — a `batch/v1` Job (`mode=job`), a Kubeflow `PyTorchJob` with `workers` workers
    (`mode=pytorchjob`) or a Kubeflow Trainer v2 `TrainJob` of `workers` nodes on the `torch-distributed`
    runtime (`mode=trainjob`), warm-started from the base model; a checkpoint per epoch; retries resume
-   from the newest complete checkpoint. Admission, start-up and run deadlines come from the Params.
+   from the newest complete checkpoint. Admission, start-up and run deadlines come from the Params; with
+   a `queue` it is submitted to that Kueue LocalQueue and its log shows the wait for admission.
 2. **checkpoint_gate** — newest complete checkpoint, integrity verified from S3 checksums, and
    `val_accuracy >= accuracy_threshold`.
 3. **deploy_model** (when `deploy`) — Deployment + Service + HPA + PDB, rollout wait, smoke test through
@@ -166,6 +169,13 @@ with DAG(
             title="Deploy the model",
             description="Deploy the gated model and start batch scoring (true/false); "
             "off: the run ends after the gate.",
+        ),
+        "queue": Param(
+            "",
+            type="string",
+            title="Kueue LocalQueue",
+            description="Submit the training to this Kueue LocalQueue (the workload is created suspended "
+            "and waits for admission, under the admission deadline); empty: not queued.",
         ),
         "admission_timeout_minutes": Param(
             30,

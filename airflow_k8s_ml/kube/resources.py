@@ -84,6 +84,7 @@ _KNOWN: tuple[Resource, ...] = (
     Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
+    Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload"),  # read for queued jobs' admission
     *(Resource(k.group, k.version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 

@@ -26,6 +26,7 @@ from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.gang import check_gang_scheduler, with_gang_scheduler
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env
 from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
@@ -103,6 +104,11 @@ class _WorkloadOperator(BaseOperator):
     :param stream_logs: relay pod logs into the task log while waiting.
     :param log_lines: how many last log lines per pod go into the task log on failure.
 
+    :param gang_scheduler: ``"volcano"``: the pods are scheduled by Volcano as one gang (``schedulerName``,
+        and for a PyTorchJob the PodGroup annotation and ``minAvailable``: :mod:`.manifests.gang`).
+        Rendering only: the cluster must run Volcano (and, for a PyTorchJob, a training operator with
+        gang scheduling on). Not on a TrainJob (its pods come from the runtime).
+
     The pod arguments (``image`` ... ``pod_options``) and the workload's ``queue_name``, ``labels``,
     ``active_deadline_seconds`` and ``ttl_seconds_after_finished`` are documented on each public operator.
     """
@@ -115,7 +121,7 @@ class _WorkloadOperator(BaseOperator):
     template_fields: Sequence[str] = (
         "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
         "admission_timeout", "startup_timeout", "run_timeout", "aws_conn_id",
-        "image", "command", "args", "env",
+        "image", "command", "args", "env", "queue_name",
     )
     ui_color = "#dbe9f6"
     operator_extra_links = (ClusterDashboardLink(),)
@@ -162,6 +168,7 @@ class _WorkloadOperator(BaseOperator):
         labels: Mapping[str, str] | None = None,
         active_deadline_seconds: int | None = None,
         ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -204,6 +211,7 @@ class _WorkloadOperator(BaseOperator):
         self.labels = labels
         self.active_deadline_seconds = active_deadline_seconds
         self.ttl_seconds_after_finished = ttl_seconds_after_finished
+        self.gang_scheduler = check_gang_scheduler(gang_scheduler, scheduler_name, self.workload.kind)
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
 
@@ -232,7 +240,7 @@ class _WorkloadOperator(BaseOperator):
             resume_from=read("resume_from"),
             checkpoint_uri=read("checkpoint_uri"),
             deadline=read("deadline"),
-            queue_name=read("queue_name"),
+            queue_name=read("queue_name") or None,  # "" (e.g. an empty ``queue`` Param): not queued
             labels=read("labels"),
             active_deadline_seconds=read("active_deadline_seconds"),
             ttl_seconds_after_finished=read("ttl_seconds_after_finished"),
@@ -357,8 +365,12 @@ class _WorkloadOperator(BaseOperator):
     def _render_object(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
         """The object to create: the raw manifest (prepared) or the kind's typed spec, rendered."""
         if args.manifest is not None:
-            return self._render_raw(args, placement)
-        return self.workload.render(args, placement)
+            obj = self._render_raw(args, placement)
+        else:
+            obj = self.workload.render(args, placement)
+        if self.gang_scheduler is not None:
+            obj = with_gang_scheduler(obj, self.gang_scheduler)
+        return obj
 
     def _render_raw(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:
         from airflow_k8s_ml.manifests.raw import env_containers, prepare_manifest
@@ -661,7 +673,9 @@ class _WorkloadOperator(BaseOperator):
             delete = event.outcome == "deadline" or (event.outcome == "failed" and self.on_finish == "delete")
             raise_for_event(client, record, event, self.log, delete=delete, lines=self.log_lines)
         state = settled_state(client, record, event.workload_state)
-        result = result_payload(record.identity(), state, record.attempt, record.resumed_from)
+        result = result_payload(
+            record.identity(), state, record.attempt, record.resumed_from, event.admitted_at
+        )
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):

@@ -30,12 +30,17 @@ def _parse_time(value: Any) -> datetime | None:
 
 
 def result_payload(
-    identity: Mapping[str, Any], state: WorkloadState, attempts: int, resumed_from: str | None
+    identity: Mapping[str, Any],
+    state: WorkloadState,
+    attempts: int,
+    resumed_from: str | None,
+    admitted_at: str | None = None,
 ) -> dict[str, Any]:
     """The XCom of a succeeded workload: identity, final state, timing, attempts and the resume source.
 
     ``identity`` holds kind, name, namespace and uid. Times are the controller's (``status.startTime`` /
-    ``completionTime``), so they describe the workload, not the Airflow task around it.
+    ``completionTime``), so they describe the workload, not the Airflow task around it; ``admitted_at`` is
+    Kueue's (its Workload's ``Admitted`` condition), None for a workload that was not queued.
     """
     started_at = state.details.get("startTime")
     finished_at = state.details.get("completionTime")
@@ -53,6 +58,7 @@ def result_payload(
         "duration_seconds": duration,
         "attempts": attempts,
         "resumed_from": resumed_from,
+        "admitted_at": admitted_at,
     }
 
 

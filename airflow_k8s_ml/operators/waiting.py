@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from airflow_k8s_ml.operators.wait_settings import WaitSettings, check_wait_args
@@ -27,6 +28,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.status import WorkloadState
     from airflow_k8s_ml.status.clock import PhaseClock
+    from airflow_k8s_ml.status.kueue import QueueState
     from airflow_k8s_ml.status.wait import Decision
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -136,6 +138,7 @@ class WorkloadLooker:
         record: WorkloadRecord,
         settings: WaitSettings,
         seen: Mapping[str, Any] | None = None,
+        log: Any = None,
     ) -> None:
         self.client = client
         self.record = record
@@ -145,6 +148,36 @@ class WorkloadLooker:
         self.clock: PhaseClock = PhaseClock()
         self.last_seen = seen
         self.next_look_at: float | None = None
+        self.log = log or _log
+        self.queue: QueueState | None = None  # a queued job's Kueue Workload, last read
+        self.kueue_absent = False  # the Workload LIST answered 404/403: wait as without a queue
+
+    def _queue(self, obj: Mapping[str, Any]) -> QueueState | None:
+        """A queued job's Kueue Workload (LIST by upstream's ``kueue.x-k8s.io/job-uid`` label), its changes
+        logged once each, as the trigger does; silently None when Kueue is not installed."""
+        from airflow_k8s_ml.errors import ApiError
+        from airflow_k8s_ml.status.kueue import (
+            JOB_UID_LABEL,
+            KUEUE_API_VERSION,
+            follow,
+            queued_job_uid,
+        )
+
+        uid = queued_job_uid(obj)
+        if uid is None or self.kueue_absent:
+            return None
+        record = self.record
+        try:
+            items = self.client.list(
+                KUEUE_API_VERSION, "Workload", record.namespace, label_selector=f"{JOB_UID_LABEL}={uid}"
+            )
+        except ApiError as exc:
+            self.kueue_absent = exc.status in (403, 404)
+            return self.queue
+        self.queue, line = follow(self.queue, items, uid, record.target().what)
+        if line is not None:
+            self.log.info("%s", line)
+        return self.queue
 
     def look(self) -> WorkloadEvent | None:
         """One look: an event if the workload finished, vanished, was replaced or ran out of time."""
@@ -156,13 +189,18 @@ class WorkloadLooker:
         tombstone = None
         if obj is None and self.last_seen is not None:
             tombstone = as_deleted(self.client, record, self.last_seen)
-        observed = Observation(obj, pods, tombstone=tombstone)
+        queue = self._queue(obj) if obj is not None else None
+        observed = Observation(obj, pods, tombstone=tombstone, queue=queue)
         decision = decide(
             record.target(), observed, now=time.time(), deadlines=self.settings.deadlines, clock=self.clock
         )
         self.clock, self.next_look_at = decision.clock, decision.next_look_at
         self.last_seen = obj if obj is not None else self.last_seen
-        return self._event(decision, obj, pods) if decision.done else None
+        if not decision.done:
+            return None
+        event = self._event(decision, obj, pods)
+        admitted_at = self.queue.admitted_at if self.queue is not None else None
+        return replace(event, admitted_at=admitted_at) if admitted_at else event
 
     def _event(
         self, decision: Decision, obj: Mapping[str, Any] | None, pods: list[dict[str, Any]]
@@ -189,7 +227,7 @@ def poll_until_done(
 ) -> WorkloadEvent:
     """Block in the worker until a look yields an event; sleeps at most ``poll_interval``, and no longer
     than the next deadline expiry."""
-    looker = WorkloadLooker(client, record, settings)
+    looker = WorkloadLooker(client, record, settings, log=log)
     last: str | None = None
     while True:
         event = looker.look()

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.status.classify import classify
 from airflow_k8s_ml.status.clock import PhaseClock, phase_hints, phase_reason
+from airflow_k8s_ml.status.kueue import QueueState, admission_reason
 from airflow_k8s_ml.status.phases import deadline_phase
 from airflow_k8s_ml.status.state import PENDING, WorkloadState
 
@@ -52,11 +53,14 @@ class Target:
 class Observation:
     """One look at the cluster. ``obj`` None: not found; then ``tombstone`` is its last state seen before it
     was deleted, if the looker saw one. ``pods`` None: not read yet (a pod watch still listing) - only the
-    vanished and replaced cases are decided without them."""
+    vanished and replaced cases are decided without them. ``queue``: the job's Kueue Workload read
+    (:func:`~airflow_k8s_ml.status.kueue.queue_state`) when it is queued and Kueue is installed; an expired
+    admission budget then quotes Kueue's reason."""
 
     obj: Mapping[str, Any] | None
     pods: Sequence[Mapping[str, Any]] | None = ()
     tombstone: Mapping[str, Any] | None = None
+    queue: QueueState | None = None
 
 
 @dataclass(frozen=True)
@@ -103,6 +107,7 @@ def _in_progress(
     now: float,
     deadlines: Deadlines,
     clock: PhaseClock,
+    queue: QueueState | None = None,
 ) -> Decision:
     """Not finished: advance the clock, then either a budget ran out or we wait until the next one does."""
     phase = deadline_phase(state, pods)
@@ -113,7 +118,9 @@ def _in_progress(
     if expiry is None:
         next_at = deadlines.next_expiry_at(started_at=target.started_at, clock=clock)
         return Decision("wait", state, "", clock, uid, next_look_at=next_at)
-    message = f"{expiry.message}: {phase_reason(phase, state, pods)}"
+    queued = phase == "admission" and queue is not None and queue.waiting
+    reason = admission_reason(queue) if queued and queue is not None else phase_reason(phase, state, pods)
+    message = f"{expiry.message}: {reason}"
     return Decision("deadline", state, message, clock, uid, expired=expiry.name)
 
 
@@ -135,4 +142,4 @@ def decide(
     if state.terminal:
         verdict: Verdict = "succeeded" if state.succeeded else "failed"
         return Decision(verdict, state, f"{target.what} {state.summary()}", clock, uid)
-    return _in_progress(target, obj, state, observed.pods, now, deadlines, clock)
+    return _in_progress(target, obj, state, observed.pods, now, deadlines, clock, observed.queue)

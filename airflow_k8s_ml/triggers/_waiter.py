@@ -18,7 +18,7 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from airflow_k8s_ml.deadlines import Deadlines, format_limit
@@ -26,6 +26,13 @@ from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status.clock import PhaseClock
+from airflow_k8s_ml.status.kueue import (
+    JOB_UID_LABEL,
+    KUEUE_API_VERSION,
+    QueueState,
+    follow,
+    queued_job_uid,
+)
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
 from airflow_k8s_ml.status.wait import Decision, Observation, Target, decide, uid_of
@@ -40,6 +47,8 @@ if TYPE_CHECKING:
 
 __all__ = ["API_UNREACHABLE_TIMEOUT", "LogState", "WaitSpec", "api_unreachable_timeout", "wait"]
 
+#: Kueue's Workload (``kueue.x-k8s.io/v1beta1``), watched for queued jobs.
+KUEUE_WORKLOAD = resource_for(KUEUE_API_VERSION, "Workload")
 #: Re-evaluate at least this often even without changes (belt and braces; a watch delivers changes).
 HEARTBEAT = 60.0
 #: How long finished containers' log streams may take to deliver their last lines before the event.
@@ -172,6 +181,8 @@ class Waiter:
         self.wake = wake
         self.stack = stack
         self.pods_sub: Subscription | None = None
+        self.queue_sub: Subscription | None = None  # the job's Kueue Workload (queued jobs only)
+        self.queue: QueueState | None = None  # its last state read (logged once per change)
         self.clock = PhaseClock()
         self.next_look_at: float | None = None
         self.fetched: dict[str, Any] | None = None
@@ -182,6 +193,7 @@ class Waiter:
         self.timings = timings
 
     def _subscriptions(self) -> list[Subscription]:
+        """The watches the API server's reachability is judged by (the optional Kueue one is not)."""
         return [self.workload] if self.pods_sub is None else [self.workload, self.pods_sub]
 
     def _unreachable_for(self) -> tuple[float, Subscription] | None:
@@ -250,7 +262,9 @@ class Waiter:
         self.clock, self.next_look_at = decision.clock, decision.next_look_at
         if not decision.done:
             return None
-        return await self._report(decision, obj, list(observed.pods or ()))
+        event = await self._report(decision, obj, list(observed.pods or ()))
+        admitted_at = self.queue.admitted_at if self.queue is not None else None
+        return replace(event, admitted_at=admitted_at) if admitted_at else event
 
     async def _observe(self, obj: Mapping[str, Any] | None) -> Observation:
         """The workload, its pods (None while their watch lists), or its tombstone if it is gone."""
@@ -263,10 +277,31 @@ class Waiter:
             self.rollout, line = progress_line(obj, self.rollout)
             if line is not None:
                 self.log.info("%s", line)
+        queue = await self._queue(obj)
         pods = await self._pods(obj)
         if pods is not None and self.logs.relay is not None:
             self.logs.relay.update(pods)
-        return Observation(obj, pods)
+        return Observation(obj, pods, queue=queue)
+
+    async def _queue(self, obj: Mapping[str, Any]) -> QueueState | None:
+        """A queued job's Kueue Workload, from a watch of ``workloads.kueue.x-k8s.io`` in the namespace
+        selected by upstream's ``kueue.x-k8s.io/job-uid`` label; each change of its state is logged once.
+        No Kueue installed (the LIST answers 404) or no right to list: None, silently - the wait goes on
+        as without a queue."""
+        uid = queued_job_uid(obj)
+        if uid is None:
+            return None
+        if self.queue_sub is None:
+            key = WatchKey(self.spec.kubernetes_conn_id, KUEUE_WORKLOAD, self.target.namespace, JOB_UID_LABEL)
+            self.queue_sub = await self.stack.enter_async_context(
+                get_registry().subscribe(key, uid, self.wake, kube=self.kube)
+            )
+        if self.queue_sub.error is not None or not self.queue_sub.synced:
+            return self.queue
+        self.queue, line = follow(self.queue, self.queue_sub.objects().values(), uid, self.target.what)
+        if line is not None:
+            self.log.info("%s", line)
+        return self.queue
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch

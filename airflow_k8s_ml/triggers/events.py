@@ -34,7 +34,8 @@ class WorkloadEvent:
     pods (``replica``, ``pod``, ``problem``, ``exit_code``, ``finished_at``,
     ``last_lines`` - at most ~20 lines each, first failure first); ``warnings``: Warning events of the
     workload and its pods; ``log_cursor``: per replica, the last log line relayed (``{"ts": ..., "n": ...}``)
-    so whoever reads the logs next starts after it.
+    so whoever reads the logs next starts after it. ``admitted_at``: when Kueue admitted a queued workload
+    (its Workload's ``Admitted`` condition turned True), None when it was not queued or Kueue is absent.
     """
 
     outcome: str
@@ -48,6 +49,7 @@ class WorkloadEvent:
     log_cursor: dict[str, Any] | None = None
     pods: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    admitted_at: str | None = None
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -119,6 +121,7 @@ class WorkloadEvent:
             "log_cursor": copy.deepcopy(self.log_cursor),
             "pods": copy.deepcopy(self.pods),
             "warnings": list(self.warnings),
+            "admitted_at": self.admitted_at,
         }
 
     @classmethod
@@ -136,4 +139,5 @@ class WorkloadEvent:
             log_cursor=copy.deepcopy(payload.get("log_cursor")),
             pods=copy.deepcopy(list(payload.get("pods") or [])),
             warnings=[str(w) for w in payload.get("warnings") or []],
+            admitted_at=payload.get("admitted_at") or None,
         )

@@ -100,3 +100,15 @@ def workload_of(custom: client.CustomObjectsApi, namespace: str, kind: str, name
 def condition(wl: Obj, type_: str) -> Obj:
     """The condition ``type_`` of a Workload (empty when absent)."""
     return next((c for c in (wl.get("status") or {}).get("conditions") or [] if c["type"] == type_), {})
+
+
+def make_priority_classes(custom: client.CustomObjectsApi, **values: int) -> None:
+    """WorkloadPriorityClasses by name and value (cluster-scoped: callers make the names unique)."""
+    for name, value in values.items():
+        body = {
+            "apiVersion": f"{GROUP}/{VERSION}",
+            "kind": "WorkloadPriorityClass",
+            "metadata": {"name": name},
+            "value": value,
+        }
+        custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", body)

@@ -85,3 +85,12 @@ def test_other_api_errors_still_fail_the_summary() -> None:
 
     with pytest.raises(RestError, match="HTTP 500"):
         _try_log(_Rest(500), "d", "r", "t", 1)  # type: ignore[arg-type]
+
+
+def test_a_queued_training_shows_its_admission_time() -> None:
+    from airflow_k8s_ml.demo_report import render
+
+    training = {"kind": "Job", "namespace": "ml", "name": "ft", "state": {"phase": "succeeded"}}
+    assert "admitted by Kueue" not in render({"training": training})
+    queued = render({"training": {**training, "admitted_at": "2026-12-02T06:20:33Z"}})
+    assert "training admitted by Kueue at 2026-12-02T06:20:33Z" in queued

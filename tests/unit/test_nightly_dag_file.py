@@ -61,3 +61,15 @@ def test_templates_do_not_need_a_logical_date() -> None:
     assert module.path_safe("manual__2026-12-01T01:30:00.123+00:00") == (  # type: ignore[attr-defined]
         "manual__2026-12-01T01-30-00.123-00-00"
     )
+
+
+def test_queue_param_reaches_every_training_task_and_defaults_to_not_queued() -> None:
+    dag = _load().dag  # type: ignore[attr-defined]
+    assert dag.params["queue"] == ""
+    for task_id in ("fine_tune_job", "fine_tune_pytorchjob", "fine_tune_trainjob"):
+        task = dag.get_task(task_id)
+        assert task.queue_name == "{{ params.queue }}" and "queue_name" in task.template_fields
+        for queue, queued in (("gpu", "gpu"), ("", None)):
+            args = type(task)._arguments  # the arguments as read after rendering
+            task.queue_name = queue
+            assert args(task, task.manifest).queue_name == queued, (task_id, queue)

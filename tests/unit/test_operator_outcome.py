@@ -24,8 +24,11 @@ def test_result_payload_has_identity_state_timing_and_attempts() -> None:
         "duration_seconds": 5400.0,
         "attempts": 2,
         "resumed_from": "s3://b/step-4/",
+        "admitted_at": None,
     }
     assert result_payload(identity, WorkloadState("succeeded"), 1, None)["duration_seconds"] is None
+    queued = result_payload(identity, state, 1, None, "2024-05-01T00:00:00Z")
+    assert queued["admitted_at"] == "2024-05-01T00:00:00Z"
 
 
 def test_event_report_lists_pods_first_failure_first_with_lines_and_events() -> None:

@@ -176,3 +176,19 @@ def test_a_manifest_file_is_rendered_with_the_context_at_execute(tmp_path: Any) 
     op = FineTuneJobOperator(task_id="raw", manifest=str(path))  # Jinja inside: not validated at parse time
     text = op._manifest_source(str(path), {"params": {"name": "from-params"}})
     assert text == "metadata: {name: 'from-params'}\nargs: ['{{ resume_from }}']"
+
+
+def test_queue_name_is_templated_and_empty_means_not_queued() -> None:
+    from datetime import datetime
+
+    from airflow.sdk import DAG
+
+    with DAG("render-queue", schedule=None, start_date=datetime(2024, 1, 1)):
+        queued = finetune(queue_name="{{ params.queue }}")
+        plain = FineTuneJobOperator(task_id="plain", image="trainer:1", queue_name="{{ params.queue }}")
+    queued.render_template_fields({"params": {"queue": "gpu"}})  # type: ignore[arg-type]
+    plain.render_template_fields({"params": {"queue": ""}})  # type: ignore[arg-type]
+    job = render(queued)
+    assert job["metadata"]["labels"]["kueue.x-k8s.io/queue-name"] == "gpu" and job["spec"]["suspend"] is True
+    job = render(plain)
+    assert "kueue.x-k8s.io/queue-name" not in job["metadata"]["labels"] and not job["spec"].get("suspend")

@@ -25,6 +25,7 @@ def test_round_trip_through_json() -> None:
         log_cursor={"ft-abc": {"ts": "2024-05-01T10:00:00.1Z", "n": 1}},
         pods=[{"replica": "ft-abc", "exit_code": 3, "last_lines": ["boom"]}],
         warnings=["Job/ft BackoffLimitExceeded"],
+        admitted_at="2024-05-01T09:59:00Z",
     )
     payload = json.loads(json.dumps(event.to_payload()))
     again = WorkloadEvent.from_payload(payload)
@@ -35,6 +36,7 @@ def test_round_trip_through_json() -> None:
 def test_minimal_payload_defaults() -> None:
     event = WorkloadEvent.from_payload({"outcome": "error", "message": "gone"})
     assert event.expired_deadline is None and event.log_cursor is None and event.pods == []
+    assert event.admitted_at is None
     assert event.workload_state.phase == "pending"
 
 
