@@ -32,6 +32,8 @@ demo-trainjob: $(STAMP)
 
 # Queued: the local cluster advertises 1 fake GPU and Kueue's user-queue 1 nvidia.com/gpu of quota; the
 # training is submitted to user-queue and its task log shows the wait for admission (docs/nightly-dag.md).
+# The nightly DAG queued on Kueue (1 fake GPU, a 1-GPU cluster-queue), then two runs of
+# dags/queued_gpu_training.py competing for that GPU: the second waits (its log says why) until the first ends.
 demo-queue: $(STAMP)
 	DEMO_GPUS=1 DEMO_GPU_QUOTA=1 DEMO_CONF='{"queue": "user-queue"}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-queue
 

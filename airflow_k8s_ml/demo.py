@@ -194,6 +194,29 @@ def run_dag(stack: AirflowStack, conf: dict[str, Any], timeout: float = 1800.0) 
     return run_id
 
 
+#: ``make demo-queue``'s second act: two runs of this DAG compete for the one GPU of the queue.
+COMPETING_DAG_ID = "queued_gpu_training"
+
+
+def compete_for_the_gpu(stack: AirflowStack) -> list[str]:
+    """Trigger two runs of :data:`COMPETING_DAG_ID` at once and wait for both; per run, the task log's
+    queue lines (Kueue's reason while it waits, the admission) and its outcome."""
+    stack.rest.wait_dag(COMPETING_DAG_ID)
+    stack.rest.set_paused(COMPETING_DAG_ID, False)
+    run_ids = [stack.rest.trigger(COMPETING_DAG_ID, {}) for _ in range(2)]
+    lines = []
+    for run_id in run_ids:
+        run = stack.rest.wait_run(COMPETING_DAG_ID, run_id, 600)
+        entries = stack.rest.task_log(COMPETING_DAG_ID, run_id, "train", 1)
+        queue_lines = [
+            str(e.get("event")) for e in entries if "admission in queue" in str(e.get("event"))
+            or " admitted by queue " in str(e.get("event"))
+        ]
+        lines.append(f"run {run_id}: {run.get('state')}")
+        lines += [f"    {line}" for line in queue_lines]
+    return lines
+
+
 def _interrupt(signum: int, frame: object) -> None:
     raise KeyboardInterrupt(f"signal {signum}")
 
@@ -229,7 +252,13 @@ def main(output: Path) -> int:
             )
             run_id = run_dag(stack, conf)
             summary = demo_report.collect(stack.rest, DAG_ID, run_id, services)
+            competing = []
+            if shape.gpu_quota is not None:
+                print(f"demo: two runs of {COMPETING_DAG_ID} compete for the queue's {shape.gpu_quota} GPU")
+                competing = compete_for_the_gpu(stack)
     text = demo_report.render(summary)
+    if competing:
+        text += f"\n{COMPETING_DAG_ID}: two runs, one GPU of quota\n" + "\n".join(competing) + "\n"
     (output / "summary.txt").write_text(text)
     demo_report.draw_training_curve(summary, output / "training-curve.png")
     print(text)
