@@ -150,8 +150,11 @@ async def wait(spec: WaitSpec, logs: LogState, log: Any) -> WorkloadEvent:
             event = await waiter.evaluate()
             if event is not None:
                 return event
+            # asyncio.timeout, not wait_for: on Python 3.11 wait_for can lose a cancellation that lands as
+            # its timeout fires, and the trigger would then wait on after the triggerer cancelled it
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(wake.wait(), waiter.sleep_for(time.time()))
+                async with asyncio.timeout(waiter.sleep_for(time.time())):
+                    await wake.wait()
 
 
 DEFAULT_TIMINGS = Timings()

@@ -63,6 +63,10 @@ def timestamp_key(stamp: str) -> tuple[int, int] | None:
         return None
 
 
+#: ``close`` cancels the streams up to this many times, waiting this long each time.
+CLOSE_ROUNDS = 10
+CLOSE_ROUND_SECONDS = 0.5
+
 class LineFilter:
     """Drops lines already relayed before a reconnect: older than the cursor, or the first ``n`` lines
     carrying exactly the cursor's timestamp."""
@@ -185,17 +189,26 @@ class LogRelay:
             await asyncio.wait(pending, timeout=timeout)
 
     async def close(self) -> None:
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        """Cancel every stream, again while one is still running: on Python 3.11 a cancellation that lands
+        as a timed wait ends can be lost, and the stream would then follow a silent container to its end."""
+        pending = [task for task in self._tasks.values() if not task.done()]
+        for _ in range(CLOSE_ROUNDS):
+            if not pending:
+                break
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending, timeout=CLOSE_ROUND_SECONDS)
+            pending = [task for task in pending if not task.done()]
+        for task in self._tasks.values():
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: a stream's failure was already logged where it happened
 
     # -- one container ----------------------------------------------------------------------------------
     async def _wait_for_change(self, timeout: float = 1.0) -> None:
+        # asyncio.timeout, not wait_for: it never mistakes the caller's cancellation for its own timeout
         with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._changed.wait(), timeout)
+            async with asyncio.timeout(timeout):
+                await self._changed.wait()
 
     async def _follow(self, uid: str, container: str, key: str) -> None:
         """Read, and read again after a cut, until the container's last instance has been read to its end.
