@@ -63,9 +63,10 @@ OPTIONS: dict[str, Option] = {
         "500",
     ),
     "log_relay_drain_seconds": Option(
-        "Seconds the log relay waits for finished containers' last lines before the trigger reports.",
+        "At most this many seconds the log relay waits for finished containers' last lines before the "
+        "trigger reports (it reports as soon as they are in).",
         "float",
-        "1.0",
+        "10.0",
     ),
     "trigger_heartbeat_seconds": Option(
         "A waiting trigger re-evaluates its workload at least this often even when the watch is quiet.",

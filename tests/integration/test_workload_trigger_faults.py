@@ -138,3 +138,46 @@ async def test_log_relay_resumes_after_cuts_without_duplicates(
     assert lines == Counter({f"[{pod}] tick {i}": 1 for i in range(12)})
     assert network.opened >= 3  # it was cut and resumed from the cursor, more than once
     assert relay.last_lines(pod)[-1] == "tick 11"
+
+
+class SlowLogs:
+    """A log server that answers each stream only after ``delay`` seconds (a loaded node or API server)."""
+
+    def __init__(self, kube: Any, delay: float) -> None:
+        self.kube = kube
+        self.delay = delay
+
+    async def stream(self, request: Request) -> Any:
+        await asyncio.sleep(self.delay)
+        return await self.kube.stream(request)
+
+
+async def test_drain_waits_for_a_finished_containers_slow_log_but_not_for_a_running_one(
+    client: KubeClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The trigger drains the relay when the workload ends: a finished container's log arriving late must
+    still be relayed whole (a 1 s cut lost short runs' logs under load); a container still running (here a
+    sidecar) must not hold the report back."""
+    quick = "for i in range(3):\n    print(f'line {i}', flush=True)"
+    sidecar = {"name": "sidecar", "image": "python:3.11", "command": ["sleep", "120"]}
+    spec = job("slowlog2", quick)
+    spec["spec"]["template"]["spec"]["containers"].append(sidecar)
+    await in_thread(client.create, spec)
+    relay = LogRelay(SlowLogs(await get_kube(), 2.0), "default", logging.getLogger("test.slow"))
+    caplog.set_level(logging.INFO, logger="test.slow")
+    deadline = time.monotonic() + 30
+    while True:  # feed pod updates until the main container has exited (the sidecar runs on)
+        pods = await in_thread(client.pods_of, "Job", "slowlog2")
+        relay.update(pods)
+        states = {s["name"]: s["state"] for p in pods for s in p["status"].get("containerStatuses") or []}
+        if "terminated" in states.get("main", {}) and "running" in states.get("sidecar", {}):
+            break
+        assert time.monotonic() < deadline, states
+        await asyncio.sleep(0.1)
+    started = time.monotonic()
+    await relay.drain(20)
+    drained_in = time.monotonic() - started
+    await relay.close()
+    pod = pods[0]["metadata"]["name"]
+    assert [m for m in caplog.messages if "] line " in m] == [f"[{pod}/main] line {i}" for i in range(3)]
+    assert drained_in < 15, "drain waited for the running sidecar's stream"

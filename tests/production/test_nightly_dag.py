@@ -80,7 +80,8 @@ def test_pytorchjob_mode_triggered_by_cli(production: Production, job_run: dict[
     assert training["kind"] == "PyTorchJob"
     lines = production.log_lines(DAG, run_id, "fine_tune_pytorchjob", 1)
     master = [line for line in lines if line.startswith("[master-0]")]
-    assert epoch_lines(master) == ["epoch=1/2", "epoch=2/2"]
+    try_number = production.rest.task_instance(DAG, run_id, "fine_tune_pytorchjob")["try_number"]
+    assert epoch_lines(master) == ["epoch=1/2", "epoch=2/2"], (try_number, lines)
 
 
 def test_trainjob_mode_triggered_by_cli(production: Production, job_run: dict[str, Any]) -> None:

@@ -127,4 +127,4 @@ def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
         "print(tuple(Timings.configured()), tuple(Timings()))\n"
     )
     options = {"trigger_heartbeat_seconds": "7", "log_relay_max_line": "80"}
-    assert _last_line_in_airflow(tmp_path, code, options) == "(7.0, 5.0, 1.0, 80) (60.0, 5.0, 1.0, 500)"
+    assert _last_line_in_airflow(tmp_path, code, options) == "(7.0, 5.0, 10.0, 80) (60.0, 5.0, 10.0, 500)"
