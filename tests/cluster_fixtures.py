@@ -109,6 +109,14 @@ def batch(api_client: object) -> object:
 
 
 @pytest.fixture()
+def custom(api_client: object) -> object:
+    """The official client's CustomObjectsApi (PyTorchJob, TrainJob, JobSet, Kueue objects)."""
+    from kubernetes import client
+
+    return client.CustomObjectsApi(api_client)  # type: ignore[arg-type]
+
+
+@pytest.fixture()
 def namespace(core: object, request: pytest.FixtureRequest) -> Iterator[str]:
     """A fresh namespace per test, deleted afterwards (its pods are stopped by the kubelet)."""
     import re

@@ -6,7 +6,7 @@ so in a ``Warning`` header; ``Ignore`` drops them silently."""
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -37,11 +37,6 @@ def _pytorchjob(name: str, worker: bool = False, **spec: Any) -> Body:
     body = job_body(name, replica(SLEEP), replica(SLEEP) if worker else None, **spec)
     body["spec"].setdefault("runPolicy", {})["suspend"] = True
     return body
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 class Kind:

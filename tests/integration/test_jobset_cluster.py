@@ -2,20 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
 from kubernetes import client
 
 from ..cluster_fixtures import python_cmd, watch_versions
 from .trainjob_helpers import condition, is_true
 
 GROUP, VERSION = "jobset.x-k8s.io", "v1alpha2"
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def test_failure_policy_restarts_then_reaches_max_restarts(

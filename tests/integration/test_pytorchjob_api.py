@@ -3,8 +3,6 @@ Services, labels, ownerReferences and the distributed environment (checked insid
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from kubernetes import client
 
@@ -25,11 +23,6 @@ from .pytorchjob_helpers import (
 )
 
 WEBHOOK = 'admission webhook "validator.pytorchjob.training-operator.kubeflow.org" denied the request: '
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def test_defaults_are_stored(custom: client.CustomObjectsApi, namespace: str) -> None:

@@ -4,7 +4,6 @@ reasons and messages."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,11 +33,6 @@ from .pytorchjob_helpers import (
 )
 
 FAIL = "raise SystemExit(3)"
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def _running(custom: client.CustomObjectsApi, core: client.CoreV1Api, namespace: str, name: str) -> None:

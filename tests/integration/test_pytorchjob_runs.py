@@ -3,7 +3,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -34,11 +33,6 @@ dist.all_reduce(value)
 print(f"all_reduce={value.item():g}", flush=True)
 dist.destroy_process_group()
 """
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def test_all_reduce_over_master_and_two_workers(

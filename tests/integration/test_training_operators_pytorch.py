@@ -20,13 +20,6 @@ GROUP, VERSION, PLURAL = "kubeflow.org", "v1", "pytorchjobs"
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
-@pytest.fixture()
-def custom(api_client: Any) -> Any:
-    from kubernetes import client
-
-    return client.CustomObjectsApi(api_client)
-
-
 def pytorchjobs(custom: Any, namespace: str) -> list[dict[str, Any]]:
     return list(custom.list_namespaced_custom_object(GROUP, VERSION, namespace, PLURAL)["items"])
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,11 +26,6 @@ from .trainjob_helpers import (
 )
 
 pytest.importorskip("torch")
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def test_two_node_trainjob_all_reduces_over_gloo(

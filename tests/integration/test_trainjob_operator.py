@@ -15,7 +15,6 @@ import os
 import signal
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,11 +46,6 @@ REPO = Path(__file__).resolve().parents[2]
 
 #: Every test runs with ``kubernetes_default`` pointing at the shared test cluster.
 pytestmark = pytest.mark.usefixtures("kube_conn")
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> Iterator[client.CustomObjectsApi]:
-    yield client.CustomObjectsApi(api_client)
 
 
 def trainjobs(custom: client.CustomObjectsApi, namespace: str) -> list[dict[str, Any]]:
