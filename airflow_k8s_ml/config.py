@@ -63,8 +63,8 @@ OPTIONS: dict[str, Option] = {
         "500",
     ),
     "log_relay_drain_seconds": Option(
-        "At most this many seconds the log relay waits for finished containers' last lines before the "
-        "trigger reports (it reports as soon as they are in).",
+        "At most this many seconds the log relay waits for the replicas' last lines when the workload "
+        "ends, before the trigger reports (it reports as soon as they are in).",
         "float",
         "10.0",
     ),

@@ -51,8 +51,8 @@ __all__ = ["API_UNREACHABLE_TIMEOUT", "LogState", "WaitSpec", "api_unreachable_t
 KUEUE_WORKLOAD = resource_for(KUEUE_API_VERSION, "Workload")
 #: Re-evaluate at least this often even without changes (belt and braces; a watch delivers changes).
 HEARTBEAT = 60.0
-#: How long finished containers' log streams may take to deliver their last lines before the event (an
-#: upper bound: the wait ends as soon as they have; 1 s lost whole logs of short runs on a loaded machine).
+#: How long the log streams may take to deliver their last lines before the event (an upper bound: the
+#: wait ends as soon as they have; 1 s lost whole logs of short runs on a loaded machine).
 LOG_DRAIN = 10.0
 #: How often to re-GET a workload the watch does not show (yet).
 REFETCH = 5.0

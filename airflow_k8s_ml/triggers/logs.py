@@ -63,8 +63,6 @@ def timestamp_key(stamp: str) -> tuple[int, int] | None:
         return None
 
 
-#: How long :meth:`LogRelay.drain` gives the streams of containers still running (their lines so far).
-RUNNING_GRACE = 1.0
 #: ``close`` cancels the streams up to this many times, waiting this long each time.
 CLOSE_ROUNDS = 10
 CLOSE_ROUND_SECONDS = 0.5
@@ -184,24 +182,14 @@ class LogRelay:
     def last_lines(self, key: str) -> list[str]:
         return list(self.tails.get(key, ()))
 
-    async def drain(self, timeout: float, running_grace: float = RUNNING_GRACE) -> None:
-        """Wait, at most ``timeout`` seconds, until the streams of finished containers have delivered their
-        last lines. A finished container's log is finite, so this usually returns at once; on a loaded
-        machine its first read may only just be starting, and cutting it then loses the whole log. Streams
-        of containers still running (a sidecar, a worker outliving its master) get ``running_grace``."""
-        started = time.monotonic()
-        pending = {key: task for key, task in self._tasks.items() if not task.done()}
-        if not pending or timeout <= 0:
-            return
-        await asyncio.wait(pending.values(), timeout=min(running_grace, timeout))
-        finished = [
-            task
-            for (uid, container), task in pending.items()
-            if not task.done() and _finished(self._pods.get(uid) or {}, container)
-        ]
-        left = timeout - (time.monotonic() - started)
-        if finished and left > 0:
-            await asyncio.wait(finished, timeout=left)
+    async def drain(self, timeout: float) -> None:
+        """Wait, at most ``timeout`` seconds, until every stream has delivered its last lines. Usually at
+        once: a finished container's log is finite, and a PyTorchJob's workers end with their master. On a
+        loaded machine a stream's first read may only just be starting, and cutting it then loses the whole
+        log (a 1 s budget did). Only a container that outlives the workload's end costs the full budget."""
+        pending = [task for task in self._tasks.values() if not task.done()]
+        if pending and timeout > 0:
+            await asyncio.wait(pending, timeout=timeout)
 
     async def close(self) -> None:
         """Cancel every stream, again while one is still running: on Python 3.11 a cancellation that lands
