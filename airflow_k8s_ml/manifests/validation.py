@@ -27,6 +27,7 @@ __all__ = [
     "check_port",
     "check_str_map",
     "check_str_sequence",
+    "checked_options",
     "fail",
     "renamed_fields",
     "require",
@@ -175,3 +176,24 @@ def check_env_name(name: Any, field: str) -> str:
             field, f"invalid environment variable name {name!r}: must match [-._a-zA-Z][-._a-zA-Z0-9]*"
         )
     return name
+
+
+def checked_options(
+    value: Any, allowed: Collection[str], field: str, *, arguments: Mapping[str, str] | None = None
+) -> dict[str, Any]:
+    """A copy of an ``*_options`` mapping (``pod_options``, ``deployment_options``) whose keys are all
+    fields in ``allowed``; else the error naming the key as a field (``pod_options.colour``) and either the
+    top-level argument that sets it (``arguments``: argument -> field) or the fields allowed."""
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise fail(field, f"must be a mapping, got {type(value).__name__}")
+    by_field = {target: name for name, target in (arguments or {}).items()}
+    for key in value:
+        if key in allowed:
+            continue
+        if key in by_field:
+            raise fail(f"{field}.{key}", f"set by the {by_field[key]!r} argument, not {field}")
+        raise fail(f"{field}.{key}", f"unknown option; expected one of {', '.join(sorted(allowed))}")
+    return dict(value)
+

@@ -34,7 +34,7 @@ from airflow_k8s_ml.manifests.serving_rules import (
     check_ingress_fields,
     check_server_name,
 )
-from airflow_k8s_ml.manifests.validation import fail, renamed_fields
+from airflow_k8s_ml.manifests.validation import checked_options, fail, renamed_fields
 from airflow_k8s_ml.operators._args import PLACEHOLDER, argument_names
 from airflow_k8s_ml.operators.templating import neutralize
 
@@ -216,17 +216,6 @@ def neutral(args: _Args) -> _Args:
     return type(args)(pod={name: value(item) for name, item in args.pod.items()}, **fields)
 
 
-def _options(value: Any, allowed: tuple[str, ...], field_name: str) -> dict[str, Any]:
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise fail(field_name, f"must be a mapping, got {type(value).__name__}")
-    for key in value:
-        if key not in allowed:
-            raise fail(f"{field_name}.{key}", f"unknown option; expected one of {', '.join(sorted(allowed))}")
-    return dict(value)
-
-
 def _pod_arguments(args: ServingArgs, *, pod_ip_env: bool) -> dict[str, Any]:
     """PodTemplate arguments from the top-level pod arguments plus ``pod_options`` (any other field).
 
@@ -234,7 +223,9 @@ def _pod_arguments(args: ServingArgs, *, pod_ip_env: bool) -> dict[str, Any]:
     server must bind the pod's address to be reachable by probes and the Service, and Kubernetes only
     provides it that way (``workloads.serve`` binds ``POD_IP``).
     """
-    options = _options(args.pod.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options")
+    options = checked_options(
+        args.pod.get("pod_options"), option_fields(POD_ARGUMENTS), "pod_options", arguments=POD_ARGUMENTS
+    )
     given = {field: args.pod[arg] for arg, field in POD_ARGUMENTS.items() if args.pod.get(arg) is not None}
     if pod_ip_env:
         field_env = dict(options.get("field_env") or {})
@@ -293,7 +284,7 @@ def _network_policy(args: InferenceArgs) -> dict[str, Any] | None:
 
 def _server_fields(args: InferenceArgs, model_uri: str) -> dict[str, Any]:
     """The InferenceSpec fields besides pod, autoscaling and network policy, as the operator gives them."""
-    options = _options(args.deployment_options, DEPLOYMENT_OPTIONS, "deployment_options")
+    options = checked_options(args.deployment_options, DEPLOYMENT_OPTIONS, "deployment_options")
     return {
         "model_uri": model_uri,
         "replicas": args.replicas,

@@ -24,6 +24,7 @@ from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.pod_fields import option_fields
 from airflow_k8s_ml.manifests.pod_rules import check_injected_env, check_pod_fields
 from airflow_k8s_ml.manifests.training_rules import check_finetune_job_fields, check_pytorchjob_fields
+from airflow_k8s_ml.manifests.validation import checked_options
 from airflow_k8s_ml.operators._args import PLACEHOLDER, POD_ARGUMENTS, argument_names, substitute_resume
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator, parse_time_key
@@ -47,15 +48,7 @@ def pod_arguments(
         raise ValidationError("image", "is required (or pass manifest=)")
     kwargs = {target: pod[name] for name, target in POD_ARGUMENTS.items() if pod[name] is not None}
     kwargs["args"] = substitute_resume(pod["args"], resume_uri)
-    options = pod["pod_options"] or {}
-    if not isinstance(options, Mapping):
-        raise ValidationError("pod_options", f"must be a mapping, got {type(options).__name__}")
-    for key, value in options.items():
-        if key not in _OPTION_FIELDS:
-            raise ValidationError(
-                f"pod_options[{key}]", "unknown, or settable by its own argument; see PodTemplate's fields"
-            )
-        kwargs[key] = value
+    kwargs.update(checked_options(pod["pod_options"], _OPTION_FIELDS, "pod_options", arguments=POD_ARGUMENTS))
     check_injected_env(kwargs, injected_env)  # a variable we set may not be the user's too
     return {**kwargs, "env": {**injected_env, **dict(kwargs.get("env") or {})}}
 

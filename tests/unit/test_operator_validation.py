@@ -40,8 +40,8 @@ DEPLOYMENT = {
         ({"tolerations": [{"key": "spot", "operator": "Maybe"}]}, "tolerations[0].operator"),
         ({"volumes": [{"name": "data", "mount_path": "/data"}]}, "volumes[0]"),
         ({"service_account": "Bad_SA"}, "service_account"),
-        ({"pod_options": {"no_such_field": 1}}, "pod_options[no_such_field]"),
-        ({"pod_options": {"image": "x"}}, "pod_options[image]"),
+        ({"pod_options": {"no_such_field": 1}}, "pod_options.no_such_field"),
+        ({"pod_options": {"image": "x"}}, "pod_options.image"),
         ({"namespace": "Bad_NS"}, "namespace"),
         ({"restart_policy": "Always"}, "restart_policy"),
         ({"backoff_limit": -1}, "backoff_limit"),
@@ -84,6 +84,22 @@ def test_pytorchjob_rejects_bad_static_values_at_parse_time(overrides: dict[str,
     with pytest.raises(ValidationError) as info:
         PyTorchJobOperator(**{**GOOD, **overrides})
     assert info.value.field == field, str(info.value)
+
+
+def test_pod_options_errors_read_alike_in_every_operator_family() -> None:
+    """One rule for ``pod_options``: the same path and wording from a training and a serving operator."""
+    from airflow_k8s_ml.operators import InferenceDeploymentOperator
+
+    serving = {"task_id": "s", "image": "server:1", "model_uri": "s3://m/step-1/", "name": "svc"}
+    for make in (lambda o: FineTuneJobOperator(**GOOD, pod_options=o),
+                 lambda o: InferenceDeploymentOperator(**serving, pod_options=o)):
+        with pytest.raises(ValidationError) as given:
+            make({"image": "other:2"})
+        assert str(given.value) == "pod_options.image: set by the 'image' argument, not pod_options"
+        with pytest.raises(ValidationError) as unknown:
+            make({"colour": "red"})
+        assert unknown.value.field == "pod_options.colour"
+        assert "unknown option; expected one of affinity, annotations," in unknown.value.message
 
 
 def test_templated_values_are_left_for_execute() -> None:
