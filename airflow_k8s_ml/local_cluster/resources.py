@@ -30,6 +30,10 @@ class ResourceType:
     # subdomains further limited to 52 characters by their admission; PyTorchJobs get the webhook's DNS-1035
     # rule in their admission, with its own message.
     name_format: str = "subdomain"
+    # No objects of its own: only the subresources a controller registers are served (an aggregated API
+    # such as Kueue's visibility.kueue.x-k8s.io, whose ``localqueues`` exist only as a path to
+    # ``pendingworkloads``). Discovery lists it with no verbs, as the aggregated API server does.
+    virtual: bool = False
 
     @property
     def api_version(self) -> str:
@@ -169,6 +173,27 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", short_names=("wl",), categories=()),
+    # Kueue's on-demand visibility API (apis/visibility/v1beta1, feature VisibilityOnDemand): GET
+    # ``.../pendingworkloads`` only (controllers/kueue/visibility.py).
+    ResourceType(
+        "visibility.kueue.x-k8s.io",
+        "v1beta1",
+        "clusterqueues",
+        "ClusterQueue",
+        namespaced=False,
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+    ),
+    ResourceType(
+        "visibility.kueue.x-k8s.io",
+        "v1beta1",
+        "localqueues",
+        "LocalQueue",
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+    ),
     ResourceType(
         "kueue.x-k8s.io",
         "v1beta1",
@@ -192,6 +217,7 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "trainer.kubeflow.org": "v1alpha1",
     "jobset.x-k8s.io": "v1alpha2",
     "kueue.x-k8s.io": "v1beta1",
+    "visibility.kueue.x-k8s.io": "v1beta1",
 }
 
 
