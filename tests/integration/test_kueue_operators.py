@@ -67,6 +67,17 @@ class Task:
         return self.result
 
 
+def log_reader(capsys: Any) -> Callable[[], str]:
+    """The task log so far, accumulated across reads (each capsys read takes what came since the last)."""
+    captured: list[str] = []
+
+    def logged() -> str:
+        captured.append(task_log(capsys))
+        return "".join(captured)
+
+    return logged
+
+
 def job_named(batch: Any, namespace: str, task_id: str) -> Callable[[], Any]:
     def find() -> Any:
         return next(
@@ -110,11 +121,7 @@ def test_second_queued_gpu_task_waits_with_kueues_reason_then_runs(
         f"Job {namespace}/{job2.metadata.name} waiting for admission in queue {lq}, {NEXT} [Pending]: "
         f"{QUOTA_MESSAGE}"
     )
-    captured: list[str] = []
-
-    def logged() -> str:
-        captured.append(task_log(capsys))
-        return "".join(captured)
+    logged = log_reader(capsys)
 
     wait_for(
         logged, lambda text: waiting in text, what="the second task's waiting line, while the first runs"
@@ -170,11 +177,7 @@ def test_preempted_task_is_reported_requeued_and_finishes_without_duplicate(
     low, low_job = admitted_task(batch, custom, namespace, "low", gate, queue_name=lq, labels=low_labels)
     what = f"Job {namespace}/{low_job.metadata.name}"
     preempted = f"{what} was preempted in queue {lq}: Preempted to accommodate a workload"
-    captured: list[str] = []
-
-    def logged() -> str:
-        captured.append(task_log(capsys))
-        return "".join(captured)
+    logged = log_reader(capsys)
 
     # The low task's wait has seen its admission before the high one arrives (else its first look may
     # already find it preempted, and the log rightly says "admitted" once).
@@ -296,11 +299,7 @@ def test_waiting_task_logs_its_position_and_moves_up(
     third = Task(finetune("third", namespace, "print('third ran')", gpus=1, queue_name=lq), "third")
     job3 = wait_for(job_named(batch, namespace, "third"), what="third job")
     where = f"Job {namespace}/{job3.metadata.name} waiting for admission in queue {lq}"
-    captured: list[str] = []
-
-    def logged() -> str:
-        captured.append(task_log(capsys))
-        return "".join(captured)
+    logged = log_reader(capsys)
 
     wait_for(logged, lambda text: f"{where}, position 2 (1 ahead) [Pending]" in text, what="third at 2")
     first_gate.touch()  # the first ends: the second is admitted, the third is next

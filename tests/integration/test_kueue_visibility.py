@@ -5,7 +5,6 @@ ClusterQueue and three queued 1-GPU Jobs, ``pendingworkloads`` lists the two wai
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,26 +12,19 @@ import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity
 
-from ..cluster_fixtures import fast_settings, python_cmd, wait_for
+from ..cluster_fixtures import wait_for
+from . import test_kueue_cluster
 from .kueue_helpers import condition, make_queues, workload_of
-from .test_kueue_cluster import gpu_job
+from .test_kueue_cluster import _wait_file, gpu_job
 
 Obj = dict[str, Any]
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]:
-    settings = fast_settings(tmp_path_factory.mktemp("kueue-visibility"), capacity=NodeCapacity(gpus=4))
-    with ClusterThread(settings) as running:
-        yield running
-
-
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client)
+#: The Kueue cluster tests' fixtures: a cluster whose node advertises 4 fake GPUs, and the custom objects API.
+cluster = test_kueue_cluster.cluster
+custom = test_kueue_cluster.custom
 
 
 def get_raw(api_client: client.ApiClient, path: str, **query: Any) -> Obj:
@@ -62,7 +54,7 @@ def test_pending_workloads_in_admission_order(
 ) -> None:
     cq, lq = make_queues(custom, namespace, gpus=1)
     release = tmp_path / "release"
-    hold = python_cmd(f"import os,time\nwhile not os.path.exists({str(release)!r}): time.sleep(0.05)")
+    hold = _wait_file(release)
     uids = {}
     for name in ("a-first", "b-second", "c-third"):  # created in one second: the name breaks the tie
         uids[name] = batch.create_namespaced_job(namespace, gpu_job(name, lq, hold)).metadata.uid
