@@ -109,7 +109,7 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
     elif sub == "pendingworkloads":
-        entry.update(kind="PendingWorkloadsSummary", verbs=["get"])
+        entry.update(verbs=["get"])
     elif sub == "proxy":
         entry.update(kind="ServiceProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
     return entry

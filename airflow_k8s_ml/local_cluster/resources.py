@@ -34,6 +34,8 @@ class ResourceType:
     # such as Kueue's visibility.kueue.x-k8s.io, whose ``localqueues`` exist only as a path to
     # ``pendingworkloads``). Discovery lists it with no verbs, as the aggregated API server does.
     virtual: bool = False
+    # Discovery's singularName when it is not the kind's lower case (a virtual row's kind is its answer's).
+    singular_name: str = ""
 
     @property
     def api_version(self) -> str:
@@ -41,7 +43,7 @@ class ResourceType:
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.singular_name or self.kind.lower()
 
     @property
     def storage_key(self) -> tuple[str, str]:
@@ -174,25 +176,28 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", short_names=("wl",), categories=()),
     # Kueue's on-demand visibility API (apis/visibility/v1beta1, feature VisibilityOnDemand): GET
-    # ``.../pendingworkloads`` only (controllers/kueue/visibility.py).
+    # ``.../pendingworkloads`` only (controllers/kueue/visibility.py). As upstream's CqREST/LqREST: the
+    # kind is what their storage's New() returns, the singular name theirs, and no verbs.
     ResourceType(
         "visibility.kueue.x-k8s.io",
         "v1beta1",
         "clusterqueues",
-        "ClusterQueue",
+        "PendingWorkloadsSummary",
         namespaced=False,
         subresources=("pendingworkloads",),
         categories=(),
         virtual=True,
+        singular_name="clusterqueue",
     ),
     ResourceType(
         "visibility.kueue.x-k8s.io",
         "v1beta1",
         "localqueues",
-        "LocalQueue",
+        "PendingWorkloadsSummary",
         subresources=("pendingworkloads",),
         categories=(),
         virtual=True,
+        singular_name="localqueue",
     ),
     ResourceType(
         "kueue.x-k8s.io",

@@ -5,6 +5,7 @@ ClusterQueue and three queued 1-GPU Jobs, ``pendingworkloads`` lists the two wai
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -16,6 +17,7 @@ from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from ..cluster_fixtures import wait_for
 from . import test_kueue_cluster
 from .kueue_helpers import condition, make_queues, workload_of
+from .test_kubectl import kubectl
 from .test_kueue_cluster import _wait_file, gpu_job
 
 Obj = dict[str, Any]
@@ -123,3 +125,39 @@ def test_unknown_queues_discovery_and_token(api_client: client.ApiClient, cluste
         f"{cluster.url}{VISIBILITY}/clusterqueues/nope/pendingworkloads", verify=False, timeout=10
     )
     assert anonymous.status_code == 401
+
+
+@pytest.mark.kubectl
+@pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
+def test_kubectl_get_raw_and_api_resources(
+    cluster: ClusterThread, custom: client.CustomObjectsApi, namespace: str, tmp_path: Path
+) -> None:
+    """As a user asks it: ``kubectl get --raw`` of a LocalQueue's pending workloads (none yet), and the
+    group's discovery document."""
+    _, lq = make_queues(custom, namespace, gpus=1)
+    raw = kubectl(
+        cluster,
+        tmp_path,
+        "get",
+        "--raw",
+        f"{VISIBILITY}/namespaces/{namespace}/localqueues/{lq}/pendingworkloads",
+    )
+    assert json.loads(raw.stdout) == {
+        "kind": "PendingWorkloadsSummary",
+        "apiVersion": "visibility.kueue.x-k8s.io/v1beta1",
+        "metadata": {"creationTimestamp": None},
+        "items": [],
+    }
+    # Discovery serves the group, with no verbs on clusterqueues/localqueues (upstream's CqREST/LqREST are
+    # bare storage), so kubectl api-resources lists none of them, as against a real Kueue.
+    listed = kubectl(
+        cluster, tmp_path, "api-resources", "--api-group=visibility.kueue.x-k8s.io", "-o", "name"
+    )
+    assert listed.stdout.split() == []
+    served = json.loads(kubectl(cluster, tmp_path, "get", "--raw", VISIBILITY).stdout)
+    assert [(r["name"], r["singularName"], r["kind"], r["verbs"]) for r in served["resources"]] == [
+        ("clusterqueues", "clusterqueue", "PendingWorkloadsSummary", []),
+        ("clusterqueues/pendingworkloads", "", "PendingWorkloadsSummary", ["get"]),
+        ("localqueues", "localqueue", "PendingWorkloadsSummary", []),
+        ("localqueues/pendingworkloads", "", "PendingWorkloadsSummary", ["get"]),
+    ]
