@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.status import WorkloadState
     from airflow_k8s_ml.status.clock import PhaseClock
-    from airflow_k8s_ml.status.kueue import QueueState
+    from airflow_k8s_ml.status.kueue import PositionAsked, QueueState
     from airflow_k8s_ml.status.wait import Decision
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -151,7 +151,7 @@ class WorkloadLooker:
         self.log = log or _log
         self.queue: QueueState | None = None  # a queued job's Kueue Workload, last read
         self.kueue_absent = False  # the Workload LIST answered 404/403: wait as without a queue
-        self.position_asked: Any = None  # the visibility API's last ask (a PositionAsked) ...
+        self.position_asked: PositionAsked | None = None  # the visibility API's last ask ...
         self.pending: dict[str, Any] | None = None  # ... and its answer (None: no position known)
 
     def _queue(self, obj: Mapping[str, Any]) -> QueueState | None:
