@@ -185,21 +185,20 @@ class WorkloadLooker:
 
     def _ask_position(self, found: Mapping[str, Any] | None) -> None:
         """The LocalQueue's pending workloads from Kueue's visibility API, by the trigger's rule
-        (:func:`~airflow_k8s_ml.status.kueue.position_due`); any failure: no position, silently."""
+        (:func:`~airflow_k8s_ml.status.kueue.next_position_ask`); any failure: no position, silently."""
         from airflow_k8s_ml.config import get_float
-        from airflow_k8s_ml.status.kueue import POSITION_REFRESH, PositionAsked, position_due
+        from airflow_k8s_ml.status.kueue import POSITION_REFRESH, next_position_ask
 
-        now = time.time()
         try:
             every = get_float("kueue_position_seconds")
         except ValueError:
             every = POSITION_REFRESH
-        if found is None or not position_due(found, self.position_asked, now, every):
+        ask = next_position_ask(found, self.position_asked, time.time(), every)
+        if ask is None:
             return
-        self.position_asked = PositionAsked.now(found, now)
-        queue = str((found.get("spec") or {}).get("queueName") or "")
+        self.position_asked = ask
         try:
-            self.pending = self.client.pending_workloads(queue, self.record.namespace)
+            self.pending = self.client.pending_workloads(ask.queue, self.record.namespace)
         except Exception as exc:  # an optional nicety: any failure means "no position"
             _log.debug("no queue position for %s: %s", self.record.name, exc)
             self.pending = None

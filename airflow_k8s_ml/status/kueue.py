@@ -18,7 +18,7 @@ Upstream semantics (``apis/kueue/v1beta1/workload_types.go``, ``pkg/workload``):
 
 Kueue reports no queue position on the Workload: only its on-demand visibility API does
 (``GET /apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/{name}/pendingworkloads``, a
-``PendingWorkloadsSummary``). The waits ask it (:func:`position_due` says when) and pass the summary to
+``PendingWorkloadsSummary``). The waits ask it (:func:`next_position_ask` says when) and pass the summary to
 :func:`follow`, which picks our workload's ``positionInClusterQueue`` out of it (:func:`position_in`): the
 order the ClusterQueue admits in, across all its LocalQueues. Kueue counts from 0; the task log counts
 from 1 (``position 1 (next in line)``), see :func:`position_text`.
@@ -41,7 +41,7 @@ __all__ = [
     "QueueState",
     "admission_reason",
     "follow",
-    "position_due",
+    "next_position_ask",
     "position_in",
     "position_text",
     "queue_line",
@@ -180,31 +180,37 @@ def workload_for(workloads: Iterable[Mapping[str, Any]], job_uid: str) -> Mappin
 
 @dataclass(frozen=True)
 class PositionAsked:
-    """When the visibility API was last asked, and the Workload's resourceVersion then."""
+    """One ask of the visibility API: the Workload's resourceVersion then, when, and the LocalQueue asked."""
 
     resource_version: str
     at: float
+    queue: str = ""
 
     @classmethod
     def now(cls, workload: Mapping[str, Any], at: float) -> PositionAsked:
-        return cls(_text((workload.get("metadata") or {}).get("resourceVersion")), at)
+        version = _text((workload.get("metadata") or {}).get("resourceVersion"))
+        return cls(version, at, _text((workload.get("spec") or {}).get("queueName")))
 
 
-def position_due(
+def next_position_ask(
     workload: Mapping[str, Any] | None,
     asked: PositionAsked | None,
     now: float,
     every: float = POSITION_REFRESH,
-) -> bool:
-    """Whether to ask the visibility API for the position now: only while the Workload waits without
-    quota reserved (never once admitted or finished), and then on each change of the Workload or every
-    ``every`` seconds - one GET each, not one per look."""
+) -> PositionAsked | None:
+    """The ask to make now, if any: only while the Workload waits without quota reserved (never once
+    admitted or finished), and then on each change of the Workload or every ``every`` seconds - one GET
+    each, not one per look. The waits send it (the client's ``pending_workloads(ask.queue, namespace)``)
+    and keep it as their last ask."""
     if workload is None:
-        return False
+        return None
     state = queue_state(workload)
     if state.admitted or state.finished:
-        return False
-    return asked is None or asked != PositionAsked.now(workload, asked.at) or now - asked.at >= every
+        return None
+    ask = PositionAsked.now(workload, now)
+    if asked is None or asked.resource_version != ask.resource_version or now - asked.at >= every:
+        return ask
+    return None
 
 
 def position_in(summary: Mapping[str, Any], job_uid: str, workload: str) -> int | None:

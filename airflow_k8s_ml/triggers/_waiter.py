@@ -33,7 +33,7 @@ from airflow_k8s_ml.status.kueue import (
     PositionAsked,
     QueueState,
     follow,
-    position_due,
+    next_position_ask,
     queued_job_uid,
     workload_for,
 )
@@ -324,18 +324,17 @@ class Waiter:
         return self.queue
 
     async def _ask_position(self, found: Mapping[str, Any] | None) -> None:
-        """Kueue's visibility API for the LocalQueue's pending workloads, when :func:`position_due` says
+        """Kueue's visibility API for the LocalQueue's pending workloads, when :func:`next_position_ask` says
         so (one GET per change of the Workload, else every ``kueue_position_seconds``, never once it is
         admitted). No visibility API (404), no RBAC (403), any failure: no position, silently - the wait
         goes on as without it."""
-        now = time.time()
-        if found is None or not position_due(found, self.position_asked, now, self.timings.position_refresh):
+        ask = next_position_ask(found, self.position_asked, time.time(), self.timings.position_refresh)
+        if ask is None:
             return
-        self.position_asked = PositionAsked.now(found, now)
-        queue = str((found.get("spec") or {}).get("queueName") or "")
+        self.position_asked = ask
         try:
             async with asyncio.timeout(POSITION_TIMEOUT):
-                self.pending = await self.kube.pending_workloads(queue, self.target.namespace)
+                self.pending = await self.kube.pending_workloads(ask.queue, self.target.namespace)
         except Exception as exc:  # an optional nicety: any failure means "no position"
             self.log.debug("no queue position for %s: %s", self.target.what, exc)
             self.pending = None

@@ -8,7 +8,7 @@ from typing import Any
 from airflow_k8s_ml.status.kueue import (
     PositionAsked,
     follow,
-    position_due,
+    next_position_ask,
     position_in,
     position_text,
 )
@@ -96,18 +96,18 @@ def _versioned(workload: dict[str, Any], version: str) -> dict[str, Any]:
 
 def test_asked_on_each_change_of_the_workload_and_every_refresh_while_waiting() -> None:
     pending = _versioned(PENDING, "10")
-    assert position_due(pending, None, now=100.0, every=30.0)
-    asked = PositionAsked.now(pending, 100.0)
-    assert asked == PositionAsked("10", 100.0)
-    assert not position_due(pending, asked, now=129.0, every=30.0)  # unchanged, not yet due
-    assert position_due(pending, asked, now=130.0, every=30.0)  # the refresh
-    assert position_due(_versioned(PENDING, "11"), asked, now=101.0, every=30.0)  # the Workload changed
+    asked = next_position_ask(pending, None, now=100.0, every=30.0)
+    assert asked == PositionAsked("10", 100.0, "gpu")  # the LocalQueue to ask, and when
+    assert next_position_ask(pending, asked, now=129.0, every=30.0) is None  # unchanged, not yet due
+    assert next_position_ask(pending, asked, now=130.0, every=30.0) == PositionAsked("10", 130.0, "gpu")
+    changed = next_position_ask(_versioned(PENDING, "11"), asked, now=101.0, every=30.0)
+    assert changed == PositionAsked("11", 101.0, "gpu")  # the Workload changed: asked at once
 
 
 def test_never_asked_once_admitted_finished_or_without_a_workload() -> None:
-    assert not position_due(_versioned(ADMITTED, "12"), None, now=100.0)
+    assert next_position_ask(_versioned(ADMITTED, "12"), None, now=100.0) is None
     finished = _workload(
         _cond("QuotaReserved", "False", "Pending", PENDING_MESSAGE), _cond("Finished", "True", "Succeeded")
     )
-    assert not position_due(finished, None, now=100.0)
-    assert not position_due(None, None, now=100.0)
+    assert next_position_ask(finished, None, now=100.0) is None
+    assert next_position_ask(None, None, now=100.0) is None
