@@ -78,6 +78,12 @@ OPTIONS: dict[str, Option] = {
         "float",
         "5",
     ),
+    "kueue_position_seconds": Option(
+        "While a queued workload waits for Kueue admission, its queue position is asked of Kueue's "
+        "visibility API on each change of its Workload and at least this often.",
+        "float",
+        "30",
+    ),
     "ui_s3_max_workers": Option(
         "Parallel manifest reads of the Training tab (one listing plus one GET per new checkpoint).",
         "integer",

@@ -25,6 +25,7 @@ from airflow_k8s_ml.kube.requests import (
 )
 from airflow_k8s_ml.kube.resources import (
     JOB_NAME_LABEL,
+    KUEUE_VISIBILITY_LOCAL_QUEUES,
     LEGACY_JOB_NAME_LABEL,
     Resource,
     pod_label_key,
@@ -42,6 +43,7 @@ __all__ = [
     "list_snapshot",
     "log_tail",
     "one",
+    "pending_workloads",
     "pods_of",
     "warning_events",
 ]
@@ -155,6 +157,16 @@ def delete(
             return False
         raise
     return True
+
+
+def pending_workloads(local_queue: str, namespace: str) -> Plan[Obj]:
+    """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue (its on-demand visibility API), the only place
+    Kueue reports queue positions. Errors are raised (404: no visibility API or no such queue, 403: no
+    RBAC): whether a missing position matters is the caller's call."""
+    summary: Obj = yield get_request(
+        KUEUE_VISIBILITY_LOCAL_QUEUES, namespace, local_queue, "pendingworkloads"
+    )
+    return summary
 
 
 def pods_of(kind: str, name: str, namespace: str) -> Plan[list[Obj]]:

@@ -131,8 +131,8 @@ def _write_query(dry_run: bool, *extra: tuple[str, str]) -> Query:
     return (*extra, STRICT, *((("dryRun", "All"),) if dry_run else ()))
 
 
-def get_request(res: Resource, namespace: str, name: str) -> Request:
-    return Request("GET", res.object_path(namespace, name))
+def get_request(res: Resource, namespace: str, name: str, subresource: str | None = None) -> Request:
+    return Request("GET", res.object_path(namespace, name, subresource))
 
 
 def list_request(

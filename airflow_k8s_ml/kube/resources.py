@@ -70,6 +70,9 @@ class Resource:
         return f"{path}/{subresource}" if subresource else path
 
 
+#: Kueue's on-demand visibility API: a LocalQueue's ``pendingworkloads`` (the only path it serves there).
+KUEUE_VISIBILITY_LOCAL_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
+
 _KNOWN: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "Pod"),
     Resource("", "v1", "events", "Event"),

@@ -220,6 +220,10 @@ class KubeClient:
         res = resource_for(api_version, kind)
         return self.run(ops.delete(res, self._ns(namespace), name, propagation=propagation, uid=uid))
 
+    def pending_workloads(self, local_queue: str, namespace: str | None = None) -> dict[str, Any]:
+        """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue; raises ``ApiError`` (404 without the API)."""
+        return self.run(ops.pending_workloads(local_queue, self._ns(namespace)))
+
     def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
         return self.run(ops.pods_of(kind, name, self._ns(namespace)))
 

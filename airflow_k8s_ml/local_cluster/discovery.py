@@ -87,6 +87,8 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
 
 
 def _verbs(rt: ResourceType) -> tuple[str, ...]:
+    if rt.virtual:
+        return ()
     if rt.plural == "namespaces":
         return ("create", "delete", "get", "list", "patch", "update", "watch")
     return ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -106,6 +108,8 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="autoscaling", version="v1", kind="Scale")
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
+    elif sub == "pendingworkloads":
+        entry.update(verbs=["get"])
     elif sub == "proxy":
         entry.update(kind="ServiceProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
     return entry
@@ -132,7 +136,7 @@ def openapi_document(group: str, version: str) -> dict[str, Any] | None:
         return None
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
-    for rt in types:
+    for rt in (t for t in types if not t.virtual):
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         base = f"/{_gv_path(group, version)}"
         item = (

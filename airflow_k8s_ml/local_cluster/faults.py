@@ -1,7 +1,8 @@
 """Fault injection, so clients' retry, back-off and watch-resume paths can be tested for real.
 
 Configured through ``POST /admin/faults`` (JSON below) or in-process. Rules match by verb and resource
-(fnmatch globs) and fail a share of matching requests with 429 (with Retry-After), 500 or 503.
+(fnmatch globs) and fail a share of matching requests with 429 (with Retry-After), 500, 503 or 404 (as
+for an API group the server does not serve).
 
     {"rules": [{"verbs": "WATCH", "resources": "jobs", "code": 429, "share": 0.5, "retry_after": 1,
                 "limit": 10}],
@@ -33,6 +34,8 @@ class FaultRule:
             return errors.too_many_requests(self.retry_after)
         if self.code == 503:
             return errors.service_unavailable()
+        if self.code == 404:  # what an API server answers for a group it does not serve
+            return errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return errors.internal_error("injected fault")
 
 

@@ -30,6 +30,12 @@ class ResourceType:
     # subdomains further limited to 52 characters by their admission; PyTorchJobs get the webhook's DNS-1035
     # rule in their admission, with its own message.
     name_format: str = "subdomain"
+    # No objects of its own: only the subresources a controller registers are served (an aggregated API
+    # such as Kueue's visibility.kueue.x-k8s.io, whose ``localqueues`` exist only as a path to
+    # ``pendingworkloads``). Discovery lists it with no verbs, as the aggregated API server does.
+    virtual: bool = False
+    # Discovery's singularName when it is not the kind's lower case (a virtual row's kind is its answer's).
+    singular_name: str = ""
 
     @property
     def api_version(self) -> str:
@@ -37,7 +43,7 @@ class ResourceType:
 
     @property
     def singular(self) -> str:
-        return self.kind.lower()
+        return self.singular_name or self.kind.lower()
 
     @property
     def storage_key(self) -> tuple[str, str]:
@@ -169,6 +175,30 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", short_names=("wl",), categories=()),
+    # Kueue's on-demand visibility API (apis/visibility/v1beta1, feature VisibilityOnDemand): GET
+    # ``.../pendingworkloads`` only (controllers/kueue/visibility.py). As upstream's CqREST/LqREST: the
+    # kind is what their storage's New() returns, the singular name theirs, and no verbs.
+    ResourceType(
+        "visibility.kueue.x-k8s.io",
+        "v1beta1",
+        "clusterqueues",
+        "PendingWorkloadsSummary",
+        namespaced=False,
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+        singular_name="clusterqueue",
+    ),
+    ResourceType(
+        "visibility.kueue.x-k8s.io",
+        "v1beta1",
+        "localqueues",
+        "PendingWorkloadsSummary",
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+        singular_name="localqueue",
+    ),
     ResourceType(
         "kueue.x-k8s.io",
         "v1beta1",
@@ -192,6 +222,7 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "trainer.kubeflow.org": "v1alpha1",
     "jobset.x-k8s.io": "v1alpha2",
     "kueue.x-k8s.io": "v1beta1",
+    "visibility.kueue.x-k8s.io": "v1beta1",
 }
 
 

@@ -202,6 +202,8 @@ class ApiServer:
             if handler is None:
                 raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return await handler(request, target)
+        if target.rt.virtual:  # nothing stored: only its registered subresources exist
+            raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         method = request.method
         if target.name is None:
             if method == "GET":

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.status import WorkloadState
     from airflow_k8s_ml.status.clock import PhaseClock
-    from airflow_k8s_ml.status.kueue import QueueState
+    from airflow_k8s_ml.status.kueue import PositionAsked, QueueState
     from airflow_k8s_ml.status.wait import Decision
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
@@ -151,6 +151,8 @@ class WorkloadLooker:
         self.log = log or _log
         self.queue: QueueState | None = None  # a queued job's Kueue Workload, last read
         self.kueue_absent = False  # the Workload LIST answered 404/403: wait as without a queue
+        self.position_asked: PositionAsked | None = None  # the visibility API's last ask ...
+        self.pending: dict[str, Any] | None = None  # ... and its answer (None: no position known)
 
     def _queue(self, obj: Mapping[str, Any]) -> QueueState | None:
         """A queued job's Kueue Workload (LIST by upstream's ``kueue.x-k8s.io/job-uid`` label), its changes
@@ -161,6 +163,7 @@ class WorkloadLooker:
             KUEUE_API_VERSION,
             follow,
             queued_job_uid,
+            workload_for,
         )
 
         uid = queued_job_uid(obj)
@@ -174,10 +177,31 @@ class WorkloadLooker:
         except ApiError as exc:
             self.kueue_absent = exc.status in (403, 404)
             return self.queue
-        self.queue, line = follow(self.queue, items, uid, record.target().what)
+        self._ask_position(workload_for(items, uid))
+        self.queue, line = follow(self.queue, items, uid, record.target().what, self.pending)
         if line is not None:
             self.log.info("%s", line)
         return self.queue
+
+    def _ask_position(self, found: Mapping[str, Any] | None) -> None:
+        """The LocalQueue's pending workloads from Kueue's visibility API, by the trigger's rule
+        (:func:`~airflow_k8s_ml.status.kueue.next_position_ask`); any failure: no position, silently."""
+        from airflow_k8s_ml.config import get_float
+        from airflow_k8s_ml.status.kueue import POSITION_REFRESH, next_position_ask
+
+        try:
+            every = get_float("kueue_position_seconds")
+        except ValueError:
+            every = POSITION_REFRESH
+        ask = next_position_ask(found, self.position_asked, time.time(), every)
+        if ask is None:
+            return
+        self.position_asked = ask
+        try:
+            self.pending = self.client.pending_workloads(ask.queue, self.record.namespace)
+        except Exception as exc:  # an optional nicety: any failure means "no position"
+            _log.debug("no queue position for %s: %s", self.record.name, exc)
+            self.pending = None
 
     def look(self) -> WorkloadEvent | None:
         """One look: an event if the workload finished, vanished, was replaced or ran out of time."""

@@ -16,14 +16,18 @@ Upstream semantics (``apis/kueue/v1beta1/workload_types.go``, ``pkg/workload``):
   suspends the job again and requeues the workload (``status.requeueState.count`` counts the requeues);
 - ``Finished`` True: the job ended; the workload no longer holds quota.
 
-Kueue reports no queue position on the Workload (only its visibility API, ``pendingworkloads``, does):
-``position`` is taken from a caller that has one.
+Kueue reports no queue position on the Workload: only its on-demand visibility API does
+(``GET /apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/{name}/pendingworkloads``, a
+``PendingWorkloadsSummary``). The waits ask it (:func:`next_position_ask` says when) and pass the summary to
+:func:`follow`, which picks our workload's ``positionInClusterQueue`` out of it (:func:`position_in`): the
+order the ClusterQueue admits in, across all its LocalQueues. Kueue counts from 0; the task log counts
+from 1 (``position 1 (next in line)``), see :func:`position_text`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from airflow_k8s_ml.status._conditions import find, is_true, status_of
@@ -31,10 +35,15 @@ from airflow_k8s_ml.status._conditions import find, is_true, status_of
 __all__ = [
     "JOB_UID_LABEL",
     "KUEUE_API_VERSION",
+    "POSITION_REFRESH",
     "QUEUE_NAME_LABEL",
+    "PositionAsked",
     "QueueState",
     "admission_reason",
     "follow",
+    "next_position_ask",
+    "position_in",
+    "position_text",
     "queue_line",
     "queue_state",
     "queued_job_uid",
@@ -45,6 +54,9 @@ __all__ = [
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
+#: Seconds between two asks of the visibility API while the Workload itself does not change (the one ahead
+#: being admitted changes our position, not our Workload).
+POSITION_REFRESH = 30.0
 
 
 @dataclass(frozen=True)
@@ -64,7 +76,7 @@ class QueueState:
     eviction_reason: str = ""
     finished: bool = False
     requeues: int = 0
-    position: int | None = None
+    position: int | None = None  # Kueue's positionInClusterQueue (0 = first), None when not reported
 
     @property
     def preempted(self) -> bool:
@@ -128,15 +140,23 @@ def queued_job_uid(job: Mapping[str, Any]) -> str | None:
 
 
 def follow(
-    previous: QueueState | None, workloads: Iterable[Mapping[str, Any]], job_uid: str, what: str
+    previous: QueueState | None,
+    workloads: Iterable[Mapping[str, Any]],
+    job_uid: str,
+    what: str,
+    summary: Mapping[str, Any] | None = None,
 ) -> tuple[QueueState | None, str | None]:
     """One look at a queued job's Workloads (``what``: "Job ns/name"): the state to keep (``previous``
     while the Workload is not there yet) and the task-log line to write, once per change (else None).
-    The trigger and the worker's wait both follow a queue through here."""
+    ``summary``: the LocalQueue's ``PendingWorkloadsSummary`` when the visibility API answered; its
+    position is used only while the Workload has no quota reserved (a summary read just before the
+    admission still lists it). The trigger and the worker's wait both follow a queue through here."""
     found = workload_for(workloads, job_uid)
     if found is None:
         return previous, None
     state = queue_state(found)
+    if summary is not None and not state.admitted and not state.finished:
+        state = replace(state, position=position_in(summary, job_uid, state.workload))
     if previous is not None and previous.key() == state.key():
         return state, None
     return state, queue_line(what, state)
@@ -156,6 +176,67 @@ def workload_for(workloads: Iterable[Mapping[str, Any]], job_uid: str) -> Mappin
     if not mine:
         return None
     return max(mine, key=lambda w: _text((w.get("metadata") or {}).get("creationTimestamp")))
+
+
+@dataclass(frozen=True)
+class PositionAsked:
+    """One ask of the visibility API: the Workload's resourceVersion then, when, and the LocalQueue asked."""
+
+    resource_version: str
+    at: float
+    queue: str = ""
+
+    @classmethod
+    def now(cls, workload: Mapping[str, Any], at: float) -> PositionAsked:
+        version = _text((workload.get("metadata") or {}).get("resourceVersion"))
+        return cls(version, at, _text((workload.get("spec") or {}).get("queueName")))
+
+
+def next_position_ask(
+    workload: Mapping[str, Any] | None,
+    asked: PositionAsked | None,
+    now: float,
+    every: float = POSITION_REFRESH,
+) -> PositionAsked | None:
+    """The ask to make now, if any: only while the Workload waits without quota reserved (never once
+    admitted or finished), and then on each change of the Workload or every ``every`` seconds - one GET
+    each, not one per look. The waits send it (the client's ``pending_workloads(ask.queue, namespace)``)
+    and keep it as their last ask."""
+    if workload is None:
+        return None
+    state = queue_state(workload)
+    if state.admitted or state.finished:
+        return None
+    ask = PositionAsked.now(workload, now)
+    if asked is None or asked.resource_version != ask.resource_version or now - asked.at >= every:
+        return ask
+    return None
+
+
+def position_in(summary: Mapping[str, Any], job_uid: str, workload: str) -> int | None:
+    """Our ``positionInClusterQueue`` in a ``PendingWorkloadsSummary``: the item owned by the job (its
+    ownerReferences carry uid, not ``controller``) or named as our Workload; None when not listed (admitted
+    meanwhile, beyond the summary's ``limit``) or the answer is not a summary."""
+    items = summary.get("items")
+    if not isinstance(items, list):
+        return None
+    for item in items:
+        if not isinstance(item, Mapping):
+            continue
+        meta = item.get("metadata") or {}
+        refs = meta.get("ownerReferences") or []
+        ours = (bool(job_uid) and any(isinstance(r, Mapping) and r.get("uid") == job_uid for r in refs)) or (
+            bool(workload) and meta.get("name") == workload
+        )
+        position = item.get("positionInClusterQueue")
+        if ours and isinstance(position, int) and not isinstance(position, bool) and position >= 0:
+            return position
+    return None
+
+
+def position_text(position: int) -> str:
+    """Kueue's 0-based position as a user reads it: 1-based, the first one named."""
+    return "position 1 (next in line)" if position == 0 else f"position {position + 1} ({position} ahead)"
 
 
 def admission_reason(state: QueueState) -> str:
@@ -185,7 +266,7 @@ def queue_line(what: str, state: QueueState) -> str:
     if state.admitted:
         at = f" at {state.admitted_at}" if state.admitted_at else ""
         return f"{what} admitted by {where}{at}"
-    position = f", position {state.position}" if state.position is not None else ""
+    position = f", {position_text(state.position)}" if state.position is not None else ""
     reason = f" [{state.reason}]" if state.reason else ""
     message = f": {state.message}" if state.message else ""
     return f"{what} waiting for admission in {where}{position}{reason}{message}"

@@ -29,9 +29,13 @@ from airflow_k8s_ml.status.clock import PhaseClock
 from airflow_k8s_ml.status.kueue import (
     JOB_UID_LABEL,
     KUEUE_API_VERSION,
+    POSITION_REFRESH,
+    PositionAsked,
     QueueState,
     follow,
+    next_position_ask,
     queued_job_uid,
+    workload_for,
 )
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
@@ -56,6 +60,8 @@ HEARTBEAT = 60.0
 LOG_DRAIN = 10.0
 #: How often to re-GET a workload the watch does not show (yet).
 REFETCH = 5.0
+#: The longest a wait waits for Kueue's visibility API to answer (its GET is retried like any other).
+POSITION_TIMEOUT = 5.0
 #: ``[airflow_k8s_ml] api_unreachable_timeout`` when the option is not set: 15 minutes.
 API_UNREACHABLE_TIMEOUT = 900.0
 
@@ -84,10 +90,12 @@ class Timings(NamedTuple):
     refetch: float = REFETCH
     log_drain: float = LOG_DRAIN
     max_line: int = MAX_LINE
+    position_refresh: float = POSITION_REFRESH
 
     @classmethod
     def configured(cls) -> Timings:
         return cls(
+            position_refresh=_option("kueue_position_seconds", POSITION_REFRESH),
             heartbeat=_option("trigger_heartbeat_seconds", HEARTBEAT),
             refetch=_option("trigger_refetch_seconds", REFETCH),
             log_drain=_option("log_relay_drain_seconds", LOG_DRAIN),
@@ -187,6 +195,8 @@ class Waiter:
         self.pods_sub: Subscription | None = None
         self.queue_sub: Subscription | None = None  # the job's Kueue Workload (queued jobs only)
         self.queue: QueueState | None = None  # its last state read (logged once per change)
+        self.position_asked: PositionAsked | None = None  # the visibility API's last ask ...
+        self.pending: dict[str, Any] | None = None  # ... and its answer (None: no position known)
         self.clock = PhaseClock()
         self.next_look_at: float | None = None
         self.fetched: dict[str, Any] | None = None
@@ -223,7 +233,11 @@ class Waiter:
             return 1.0
         heartbeat = self.timings.heartbeat
         expires = self.next_look_at
-        return heartbeat if expires is None else min(max(expires - now, 0.0) + 0.001, heartbeat)
+        sleep = heartbeat if expires is None else min(max(expires - now, 0.0) + 0.001, heartbeat)
+        asked, queue = self.position_asked, self.queue
+        if asked is not None and queue is not None and not queue.admitted and not queue.finished:
+            sleep = min(sleep, max(asked.at + self.timings.position_refresh - now, 0.0) + 0.001)
+        return sleep
 
     def _unreachable(self) -> WorkloadEvent | None:
         """The error event once the API server has been unreachable for the whole budget."""
@@ -302,10 +316,28 @@ class Waiter:
             )
         if self.queue_sub.error is not None or not self.queue_sub.synced:
             return self.queue
-        self.queue, line = follow(self.queue, self.queue_sub.objects().values(), uid, self.target.what)
+        workloads = list(self.queue_sub.objects().values())
+        await self._ask_position(workload_for(workloads, uid))
+        self.queue, line = follow(self.queue, workloads, uid, self.target.what, self.pending)
         if line is not None:
             self.log.info("%s", line)
         return self.queue
+
+    async def _ask_position(self, found: Mapping[str, Any] | None) -> None:
+        """Kueue's visibility API for the LocalQueue's pending workloads, when :func:`next_position_ask` says
+        so (one GET per change of the Workload, else every ``kueue_position_seconds``, never once it is
+        admitted). No visibility API (404), no RBAC (403), any failure: no position, silently - the wait
+        goes on as without it."""
+        ask = next_position_ask(found, self.position_asked, time.time(), self.timings.position_refresh)
+        if ask is None:
+            return
+        self.position_asked = ask
+        try:
+            async with asyncio.timeout(POSITION_TIMEOUT):
+                self.pending = await self.kube.pending_workloads(ask.queue, self.target.namespace)
+        except Exception as exc:  # an optional nicety: any failure means "no position"
+            self.log.debug("no queue position for %s: %s", self.target.what, exc)
+            self.pending = None
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch

@@ -31,6 +31,8 @@ pytestmark = pytest.mark.usefixtures("kube_conn")
 cluster = test_kueue_cluster.cluster
 custom = test_kueue_cluster.custom
 
+#: How the task log shows the first position of a queue (Kueue's positionInClusterQueue 0).
+NEXT = "position 1 (next in line)"
 QUOTA_MESSAGE = (
     "couldn't assign flavors to pod set main: insufficient unused quota for nvidia.com/gpu in flavor "
     "default-flavor, 1 more needed"
@@ -63,6 +65,17 @@ class Task:
         if self.error is not None:
             raise self.error
         return self.result
+
+
+def log_reader(capsys: Any) -> Callable[[], str]:
+    """The task log so far, accumulated across reads (each capsys read takes what came since the last)."""
+    captured: list[str] = []
+
+    def logged() -> str:
+        captured.append(task_log(capsys))
+        return "".join(captured)
+
+    return logged
 
 
 def job_named(batch: Any, namespace: str, task_id: str) -> Callable[[], Any]:
@@ -105,13 +118,10 @@ def test_second_queued_gpu_task_waits_with_kueues_reason_then_runs(
     )
     assert pending["reason"] == "Pending"
     waiting = (
-        f"Job {namespace}/{job2.metadata.name} waiting for admission in queue {lq} [Pending]: {QUOTA_MESSAGE}"
+        f"Job {namespace}/{job2.metadata.name} waiting for admission in queue {lq}, {NEXT} [Pending]: "
+        f"{QUOTA_MESSAGE}"
     )
-    captured: list[str] = []
-
-    def logged() -> str:
-        captured.append(task_log(capsys))
-        return "".join(captured)
+    logged = log_reader(capsys)
 
     wait_for(
         logged, lambda text: waiting in text, what="the second task's waiting line, while the first runs"
@@ -147,7 +157,7 @@ def test_admission_deadline_fails_with_kueues_reason_and_deletes_job_and_workloa
         task.join()
     assert info.value.deadline == "admission_timeout"
     assert str(info.value) == f"admission_timeout 2s exceeded: {QUOTA_MESSAGE}"
-    assert f"waiting for admission in queue {lq} [Pending]: {QUOTA_MESSAGE}" in task_log(capsys)
+    assert f"waiting for admission in queue {lq}, {NEXT} [Pending]: {QUOTA_MESSAGE}" in task_log(capsys)
     wait_for(lambda: not job_named(batch, namespace, "starved")(), what="the job deleted")
     wait_for(
         lambda: not workload_of(custom, namespace, "Job", job.metadata.name), what="its Workload collected"
@@ -165,19 +175,19 @@ def test_preempted_task_is_reported_requeued_and_finishes_without_duplicate(
     gate = tmp_path / "low-may-finish"
     low_labels = {"kueue.x-k8s.io/priority-class": low_class}
     low, low_job = admitted_task(batch, custom, namespace, "low", gate, queue_name=lq, labels=low_labels)
+    what = f"Job {namespace}/{low_job.metadata.name}"
+    preempted = f"{what} was preempted in queue {lq}: Preempted to accommodate a workload"
+    logged = log_reader(capsys)
+
+    # The low task's wait has seen its admission before the high one arrives (else its first look may
+    # already find it preempted, and the log rightly says "admitted" once).
+    wait_for(logged, lambda text: f"{what} admitted by queue {lq}" in text, what="the low task admitted")
     high_labels = {"kueue.x-k8s.io/priority-class": high_class}
     high_gate = tmp_path / "high-may-finish"
     high_op = finetune(
         "high", namespace, gated(high_gate, "print('high ran')"), gpus=1, queue_name=lq, labels=high_labels
     )
     high = Task(high_op, "high")
-    what = f"Job {namespace}/{low_job.metadata.name}"
-    preempted = f"{what} was preempted in queue {lq}: Preempted to accommodate a workload"
-    captured: list[str] = []
-
-    def logged() -> str:
-        captured.append(task_log(capsys))
-        return "".join(captured)
 
     # While the high-priority task holds the GPU, the low one's log says it was preempted and it waits.
     wait_for(logged, lambda text: preempted in text, what="the low task's preemption line")
@@ -236,9 +246,8 @@ def test_queued_gang_kinds_wait_with_kueues_reason(
     with pytest.raises(DeadlineExceeded) as info:
         run_task(_gang_operator(kind, namespace, lq), make_context("gang"))
     assert str(info.value) == f"admission_timeout 2s exceeded: couldn't assign flavors to {reason}"
-    assert f"waiting for admission in queue {lq} [Pending]: couldn't assign flavors to {reason}" in task_log(
-        capsys
-    )
+    line = f"waiting for admission in queue {lq}, {NEXT} [Pending]: couldn't assign flavors to {reason}"
+    assert line in task_log(capsys)
 
 
 def test_the_workers_wait_follows_the_queue_too(
@@ -265,5 +274,71 @@ def test_the_workers_wait_follows_the_queue_too(
         run_task(op, make_context("polled"))
     assert str(info.value) == f"admission_timeout 1.5s exceeded: {reason}"
     log = task_log(capsys)
+    assert log.count(f"waiting for admission in queue {lq}, {NEXT} [Pending]: {reason}") == 1
+    wait_for(lambda: not jobs(batch, namespace), what="the job deleted")
+
+
+def test_waiting_task_logs_its_position_and_moves_up(
+    batch: Any,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    tmp_path: Path,
+    capsys: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Three queued 1-GPU tasks, a quota of 1: the third's trigger reads its position from Kueue's
+    visibility API (second in line), and logs the move to the head when the first finishes and the second
+    is admitted - a change of the queue, not of its own Workload (the periodic ask finds it)."""
+    monkeypatch.setenv("AIRFLOW__AIRFLOW_K8S_ML__KUEUE_POSITION_SECONDS", "0.3")
+    _, lq = make_queues(custom, namespace, gpus=1)
+    first_gate, second_gate = tmp_path / "first-may-finish", tmp_path / "second-may-finish"
+    first, _ = admitted_task(batch, custom, namespace, "first", first_gate, queue_name=lq)
+    second = Task(finetune("second", namespace, gated(second_gate), gpus=1, queue_name=lq), "second")
+    job2 = wait_for(job_named(batch, namespace, "second"), what="second job")
+    wait_for(lambda: workload_of(custom, namespace, "Job", job2.metadata.name), what="second's Workload")
+    third = Task(finetune("third", namespace, "print('third ran')", gpus=1, queue_name=lq), "third")
+    job3 = wait_for(job_named(batch, namespace, "third"), what="third job")
+    where = f"Job {namespace}/{job3.metadata.name} waiting for admission in queue {lq}"
+    logged = log_reader(capsys)
+
+    wait_for(logged, lambda text: f"{where}, position 2 (1 ahead) [Pending]" in text, what="third at 2")
+    first_gate.touch()  # the first ends: the second is admitted, the third is next
+    wait_for(logged, lambda text: f"{where}, {NEXT} [Pending]" in text, what="third moved up")
+    second_gate.touch()
+    assert [t.join()["state"]["phase"] for t in (first, second, third)] == ["succeeded"] * 3
+    log = logged()
+    assert log.count(f"{where}, position 2 (1 ahead) [Pending]: {QUOTA_MESSAGE}") == 1
+    assert log.count(f"{where}, {NEXT} [Pending]: {QUOTA_MESSAGE}") == 1
+    assert f"Job {namespace}/{job3.metadata.name} admitted by queue {lq}" in log
+
+
+def test_without_the_visibility_api_the_wait_goes_on_without_a_position(
+    batch: Any,
+    custom: client.CustomObjectsApi,
+    namespace: str,
+    capsys: Any,
+    cluster: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A cluster whose Kueue serves no visibility API (every pendingworkloads GET answers 404, as an API
+    server without that group does): the line carries no position, the wait ends by its deadline as today."""
+    monkeypatch.setenv("AIRFLOW__AIRFLOW_K8S_ML__KUEUE_POSITION_SECONDS", "0.3")
+    _, lq = make_queues(custom, namespace, gpus=0)
+    cluster.cluster.faults.configure({"rules": [{"resources": "localqueues/pendingworkloads", "code": 404}]})
+    try:
+        op = finetune("blind", namespace, "print('never runs')", gpus=1, queue_name=lq, admission_timeout=2)
+        with pytest.raises(DeadlineExceeded) as info:
+            run_task(op, make_context("blind"))
+        fired = cluster.cluster.faults.rules[0].fired
+    finally:
+        cluster.cluster.faults.clear()
+    reason = (
+        "couldn't assign flavors to pod set main: insufficient quota for nvidia.com/gpu in flavor "
+        "default-flavor, request > maximum capacity (1 > 0)"
+    )
+    assert str(info.value) == f"admission_timeout 2s exceeded: {reason}"
+    log = task_log(capsys)
     assert log.count(f"waiting for admission in queue {lq} [Pending]: {reason}") == 1
+    assert "position" not in log
+    assert fired >= 2  # asked (on the first look and again after kueue_position_seconds), refused each time
     wait_for(lambda: not jobs(batch, namespace), what="the job deleted")

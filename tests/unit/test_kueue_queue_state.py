@@ -72,9 +72,11 @@ def test_pending_reads_queue_reason_and_message() -> None:
 
 
 def test_position_when_known() -> None:
-    state = queue_state(PENDING, position=2)
-    assert "queue gpu, position 2 [Pending]" in queue_line("Job ns/train", state)
+    state = queue_state(PENDING, position=2)  # Kueue's count from 0; the log's from 1
+    assert "queue gpu, position 3 (2 ahead) [Pending]" in queue_line("Job ns/train", state)
     assert state.key() != queue_state(PENDING, position=1).key()
+    first = queue_line("Job ns/train", queue_state(PENDING, position=0))
+    assert "queue gpu, position 1 (next in line) [Pending]" in first
 
 
 def test_admitted_reads_time_and_cluster_queue() -> None:

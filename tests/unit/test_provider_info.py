@@ -126,5 +126,6 @@ def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
         "from airflow_k8s_ml.triggers._waiter import Timings\n"
         "print(tuple(Timings.configured()), tuple(Timings()))\n"
     )
-    options = {"trigger_heartbeat_seconds": "7", "log_relay_max_line": "80"}
-    assert _last_line_in_airflow(tmp_path, code, options) == "(7.0, 5.0, 10.0, 80) (60.0, 5.0, 10.0, 500)"
+    options = {"trigger_heartbeat_seconds": "7", "log_relay_max_line": "80", "kueue_position_seconds": "3"}
+    expected = "(7.0, 5.0, 10.0, 80, 3.0) (60.0, 5.0, 10.0, 500, 30.0)"
+    assert _last_line_in_airflow(tmp_path, code, options) == expected

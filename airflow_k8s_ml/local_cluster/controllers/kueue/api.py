@@ -25,6 +25,15 @@ LOCAL_QUEUES = served(GROUP, VERSION, "localqueues")
 WORKLOADS = served(GROUP, VERSION, "workloads")
 PRIORITY_CLASSES = served(GROUP, VERSION, "workloadpriorityclasses")
 
+# The on-demand visibility API (apis/visibility/v1beta1): paths to ``pendingworkloads`` only.
+VISIBILITY_GROUP = f"visibility.{GROUP}"
+VISIBILITY_API_VERSION = f"{VISIBILITY_GROUP}/{VERSION}"
+VISIBILITY_CLUSTER_QUEUES = served(VISIBILITY_GROUP, VERSION, "clusterqueues")
+VISIBILITY_LOCAL_QUEUES = served(VISIBILITY_GROUP, VERSION, "localqueues")
+PENDING_WORKLOADS = "pendingworkloads"
+#: ``constants.DefaultPendingWorkloadsLimit``.
+DEFAULT_PENDING_LIMIT = 1000
+
 # Workload condition types (workload_types.go).
 QUOTA_RESERVED = "QuotaReserved"
 ADMITTED = "Admitted"

@@ -41,6 +41,7 @@ from .integrations import (
     set_suspended,
 )
 from .scheduling import schedule
+from .visibility import register_visibility
 from .webhook import default_cluster_queue, suspend_queued, validate_local_queue
 from .workloads import (
     finished_status,
@@ -70,6 +71,7 @@ class KueueController(Controller):
             self.cluster.register_admission(integration.rt, suspend_queued(integration))
         self.cluster.register_admission(CLUSTER_QUEUES, default_cluster_queue)
         self.cluster.register_admission(LOCAL_QUEUES, validate_local_queue)
+        register_visibility(self.cluster)
 
     async def start(self) -> None:
         self.install_default_queue()

@@ -41,7 +41,7 @@ from .api import (
 from .preemption import preemption_victims
 from .queue_status import cluster_queue_status, local_queue_status
 from .quota import Usage, add_usage, assign_flavors, workload_usage
-from .workloads import has_reservation, is_evicted, is_finished, priority, with_conditions
+from .workloads import has_reservation, is_evicted, is_live, priority, with_conditions
 
 Obj = dict[str, Any]
 Key = tuple[str, str]
@@ -59,7 +59,9 @@ def _key(obj: Obj) -> Key:
     return (obj["metadata"].get("namespace", ""), obj["metadata"]["name"])
 
 
-def _order(workload: Obj) -> tuple[int, str, str]:
+def queue_order(workload: Obj) -> tuple[int, str, str]:
+    """The order a ClusterQueue tries its pending workloads in: highest priority first, then oldest. The
+    one place it is decided: the visibility API's positions (:mod:`.visibility`) are read from it too."""
     return (
         -priority(workload),
         workload["metadata"].get("creationTimestamp", ""),
@@ -98,7 +100,7 @@ def schedule(
     cqs = {cq["metadata"]["name"]: cq for cq in cluster_queues}
     lqs = {_key(lq): lq for lq in local_queues}
     per_cq: dict[str, list[Obj]] = {name: [] for name in cqs}
-    live = [w for w in workloads if not is_finished(w) and not w["metadata"].get("deletionTimestamp")]
+    live = [w for w in workloads if is_live(w)]
 
     def put(wl: Obj, *conds: Obj, admission: Obj | None = None) -> None:
         status = with_conditions(wl.get("status") or {}, *conds)
@@ -157,7 +159,7 @@ def _schedule_queue(cq: Obj, members: list[Obj], plan: Plan, put: Any, pending: 
     policy = (spec.get("preemption") or {}).get("withinClusterQueue") or "Never"
     preempt = policy in (LOWER_PRIORITY, "LowerOrNewerEqualPriority")
     evicting = [w for w in reserved if is_evicted(w)]
-    for wl in sorted((w for w in members if not has_reservation(w)), key=_order):
+    for wl in sorted((w for w in members if not has_reservation(w)), key=queue_order):
         assignment = assign_flavors(wl, cq, used)
         if assignment.fits:
             used = add_usage(used, assignment.usage)

@@ -96,6 +96,11 @@ def is_finished(workload: Obj) -> bool:
     return is_true(conditions_of(workload), FINISHED)
 
 
+def is_live(workload: Obj) -> bool:
+    """Still in a queue's books: neither finished nor being deleted."""
+    return not is_finished(workload) and not workload["metadata"].get("deletionTimestamp")
+
+
 def is_evicted(workload: Obj) -> bool:
     return is_true(conditions_of(workload), EVICTED)
 
