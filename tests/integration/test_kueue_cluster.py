@@ -37,11 +37,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ClusterThread]
         yield running
 
 
-@pytest.fixture()
-def custom(api_client: client.ApiClient) -> client.CustomObjectsApi:
-    return client.CustomObjectsApi(api_client)
-
-
 def _wait_file(path: Path) -> list[str]:
     return python_cmd(f"import os,time\nwhile not os.path.exists({str(path)!r}): time.sleep(0.05)")
 

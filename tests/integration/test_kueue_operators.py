@@ -26,10 +26,9 @@ from .training_helpers import finetune, jobs, make_context, run_task, task_log
 
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
-#: The Kueue cluster tests' fixtures: a cluster whose node advertises 4 fake GPUs (only the queues' quota
-#: limits these tests), and the custom objects API.
+#: The Kueue cluster tests' cluster: its node advertises 4 fake GPUs (only the queues' quota limits
+#: these tests).
 cluster = test_kueue_cluster.cluster
-custom = test_kueue_cluster.custom
 
 #: How the task log shows the first position of a queue (Kueue's positionInClusterQueue 0).
 NEXT = "position 1 (next in line)"

@@ -24,9 +24,8 @@ Obj = dict[str, Any]
 VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
 
 
-#: The Kueue cluster tests' fixtures: a cluster whose node advertises 4 fake GPUs, and the custom objects API.
+#: The Kueue cluster tests' cluster: its node advertises 4 fake GPUs.
 cluster = test_kueue_cluster.cluster
-custom = test_kueue_cluster.custom
 
 
 def get_raw(api_client: client.ApiClient, path: str, **query: Any) -> Obj:
