@@ -121,7 +121,9 @@ def test_unknown_queues_discovery_and_token(api_client: client.ApiClient, cluste
     import requests
 
     anonymous = requests.get(
-        f"{cluster.url}{VISIBILITY}/clusterqueues/nope/pendingworkloads", verify=False, timeout=10
+        f"{cluster.url}{VISIBILITY}/clusterqueues/nope/pendingworkloads",
+        verify=str(cluster.kubeconfig_path.parent / "ca.crt"),
+        timeout=10,
     )
     assert anonymous.status_code == 401
 
