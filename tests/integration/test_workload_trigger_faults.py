@@ -88,6 +88,18 @@ async def test_many_triggers_share_two_watches(client: KubeClient, registry: Wat
     assert requests <= 2 + 2 + 30 + 200
 
 
+async def feed_until_succeeded(relay: LogRelay, client: KubeClient, job_name: str) -> list[dict[str, Any]]:
+    """Feed the relay the Job's pods, as the trigger's pod watch does, until its pod has succeeded."""
+    deadline = time.monotonic() + 30
+    while True:
+        pods = await in_thread(client.pods_of, "Job", job_name)
+        relay.update(pods)
+        if pods and pods[0]["status"].get("phase") == "Succeeded":
+            return pods
+        assert time.monotonic() < deadline, pods
+        await asyncio.sleep(0.1)
+
+
 class CuttingLogs:
     """A network that cuts every log stream after ``after`` seconds (the relay must resume after its
     cursor; the overlap the server sends again, from the cursor's whole second, must be dropped)."""
@@ -124,14 +136,7 @@ async def test_log_relay_resumes_after_cuts_without_duplicates(
     network = CuttingLogs(await get_kube(), after=0.4)
     relay = LogRelay(network, "default", logging.getLogger("test.relay"), reconnect_delay=0.05)
     caplog.set_level(logging.INFO, logger="test.relay")
-    deadline = time.monotonic() + 20
-    while True:  # feed the relay pod updates, as the trigger's pod watch does
-        pods = await in_thread(client.pods_of, "Job", "cut")
-        relay.update(pods)
-        if pods and pods[0]["status"].get("phase") == "Succeeded":
-            break
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.1)
+    pods = await feed_until_succeeded(relay, client, "cut")
     await relay.drain(5)
     await relay.close()
     lines = Counter(m for m in caplog.messages if "tick" in m)
@@ -163,14 +168,7 @@ async def test_drain_waits_for_a_slow_log_and_returns_when_it_is_in(
     await in_thread(client.create, job("slowlog", quick))
     relay = LogRelay(SlowLogs(await get_kube(), 2.0), "default", logging.getLogger("test.slow"))
     caplog.set_level(logging.INFO, logger="test.slow")
-    deadline = time.monotonic() + 30
-    while True:  # feed pod updates until the container has exited, as the trigger's pod watch does
-        pods = await in_thread(client.pods_of, "Job", "slowlog")
-        relay.update(pods)
-        if pods and pods[0]["status"].get("phase") == "Succeeded":
-            break
-        assert time.monotonic() < deadline
-        await asyncio.sleep(0.1)
+    pods = await feed_until_succeeded(relay, client, "slowlog")
     budget = Timings().log_drain
     started = time.monotonic()
     await relay.drain(budget)
