@@ -27,11 +27,13 @@ triggerer blocks that loop.
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
+from airflow_k8s_ml.config import OPTIONS
 from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.kube.resources import Resource, resource_for
 from airflow_k8s_ml.status.wait import Target
@@ -75,6 +77,9 @@ class WorkloadTrigger(BaseTrigger):
         sensor watching somebody else's workload).
     :param poll_interval: LIST period if the cluster refuses watches (the only time we poll).
     :param delete_on_kill: delete the workload (Foreground) when the user kills the task.
+    :param deferred_at: epoch seconds the task deferred (set by the operators). The event is held back
+        until ``[airflow_k8s_ml] min_deferral_seconds`` after it (:meth:`_hold_after_deferral`); None (a
+        trigger deferred before this option existed, or built by hand): never held.
     """
 
     def __init__(
@@ -93,6 +98,7 @@ class WorkloadTrigger(BaseTrigger):
         delete_on_kill: bool = True,
         api_version: str | None = None,
         try_number: int | None = None,
+        deferred_at: float | None = None,
     ) -> None:
         super().__init__()
         self.kind = kind
@@ -108,6 +114,7 @@ class WorkloadTrigger(BaseTrigger):
         self.delete_on_kill = delete_on_kill
         self.api_version = api_version
         self.try_number = int(try_number) if try_number is not None else None
+        self.deferred_at = float(deferred_at) if deferred_at is not None else None
         self.resource: Resource = resource_for(api_version, kind)
         self._logs: LogState | None = None  # the wait's relay and seen uid, shared with the exits
 
@@ -128,6 +135,7 @@ class WorkloadTrigger(BaseTrigger):
                 "delete_on_kill": self.delete_on_kill,
                 "api_version": self.api_version,
                 "try_number": self.try_number,
+                "deferred_at": self.deferred_at,
             },
         )
 
@@ -162,7 +170,28 @@ class WorkloadTrigger(BaseTrigger):
             logs = self._logs
             uid, cursor = (logs.seen_uid, logs.cursor()) if logs is not None else (self.uid, self.log_cursor)
             event = WorkloadEvent.error(self._target(), message, uid=uid, log_cursor=cursor)
+        await self._hold_after_deferral()
         yield TriggerEvent(event.to_payload())
+
+    async def _hold_after_deferral(self) -> None:
+        """Fire no sooner than ``min_deferral_seconds`` after the task deferred.
+
+        Airflow 3.3's scheduler can fail a task whose trigger fires within seconds of its deferral: it
+        drains the deferring process's exit ("success") only after the resumed try has started, and takes
+        it for a task killed externally (apache/airflow#71580, #72716; retries then adopt the finished
+        workload, but only after ``retry_delay``, and a task without retries fails). Only a workload that
+        ends within these seconds of the deferral waits, at most that long."""
+        if self.deferred_at is None:
+            return
+        from airflow_k8s_ml.config import get_float
+
+        try:
+            minimum = get_float("min_deferral_seconds")
+        except (TypeError, ValueError):
+            minimum = float(OPTIONS["min_deferral_seconds"].default)
+        hold = self.deferred_at + minimum - time.time()
+        if hold > 0:
+            await asyncio.sleep(hold)
 
     # -- exits ------------------------------------------------------------------------------------------
     async def on_kill(self) -> None:

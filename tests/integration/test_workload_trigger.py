@@ -18,7 +18,7 @@ from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
-from .workload_helpers import in_thread, job, run_trigger, trigger_for
+from .workload_helpers import complete, in_thread, job, run_trigger, trigger_for
 
 GPU_MESSAGE = "0/1 nodes are available: 1 Insufficient nvidia.com/gpu."
 
@@ -208,3 +208,22 @@ async def test_deployment_waits_for_the_rollout(client: KubeClient, registry: Wa
     await roller
     assert event.outcome == "succeeded", event.message
     assert event.state["reason"] == "RolledOut" and "successfully rolled out" in event.message
+
+
+async def test_an_event_is_held_until_min_deferral_seconds_after_the_deferral(
+    client: KubeClient, registry: WatchRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A workload that ends right after the task deferred is reported no sooner than
+    ``min_deferral_seconds`` after the deferral (Airflow 3.3 may otherwise fail the task:
+    apache/airflow#71580); one deferred longer ago is reported at once."""
+    monkeypatch.setenv("AIRFLOW__AIRFLOW_K8S_ML__MIN_DEFERRAL_SECONDS", "3")
+    obj = await in_thread(client.create, job("held", "pass", suspend=True))
+    await in_thread(complete, client, "held", obj["metadata"]["namespace"])
+    timings: dict[str, float] = {}
+    for label, deferred_at in (("just deferred", time.time()), ("deferred 60 s ago", time.time() - 60)):
+        started = time.monotonic()
+        event = await run_trigger(trigger_for(obj, deferred_at=deferred_at))
+        assert event.outcome == "succeeded", event.message
+        timings[label] = time.monotonic() - started
+    assert timings["just deferred"] >= 2.9, timings
+    assert timings["deferred 60 s ago"] < 2.5, timings

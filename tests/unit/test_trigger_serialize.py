@@ -93,6 +93,7 @@ def test_no_kubeconfig_contents_in_kwargs(tmp_path, monkeypatch) -> None:
         "delete_on_kill",
         "api_version",
         "try_number",
+        "deferred_at",
     }
 
 
