@@ -70,12 +70,13 @@ OPTIONS: dict[str, Option] = {
     ),
     "min_deferral_seconds": Option(
         "A deferred task's wait reports its workload's end no sooner than this many seconds after the task "
-        "deferred. Why: Airflow 3.3 can fail a task whose trigger fires within seconds of the deferral (the "
-        "scheduler drains the deferring process's stale 'success' after the resumed try has started: "
-        "apache/airflow#71580, #72716); holding a quick event back lets the scheduler drain it first. "
-        "0 turns the hold off.",
+        "deferred. Why: Airflow 3.3 can fail a task whose trigger fires within seconds of the deferral: the "
+        "deferring process's exit ('success') can reach the scheduler up to [workers] "
+        "min_heartbeat_interval (5 s) late, and drained after the resumed try was queued it reads as a task "
+        "killed externally (apache/airflow#71580, #72716). The default leaves that interval plus two "
+        "scheduler loops. 0 turns the hold off.",
         "float",
-        "5.0",
+        "7.0",
     ),
     "trigger_heartbeat_seconds": Option(
         "A waiting trigger re-evaluates its workload at least this often even when the watch is quiet.",

@@ -176,11 +176,12 @@ class WorkloadTrigger(BaseTrigger):
     async def _hold_after_deferral(self) -> None:
         """Fire no sooner than ``min_deferral_seconds`` after the task deferred.
 
-        Airflow 3.3's scheduler can fail a task whose trigger fires within seconds of its deferral: it
-        drains the deferring process's exit ("success") only after the resumed try has started, and takes
-        it for a task killed externally (apache/airflow#71580, #72716; retries then adopt the finished
-        workload, but only after ``retry_delay``, and a task without retries fails). Only a workload that
-        ends within these seconds of the deferral waits, at most that long."""
+        Airflow 3.3's scheduler can fail a task whose trigger fires within seconds of its deferral: the
+        deferring process's exit ("success") reaches it up to ``[workers] min_heartbeat_interval`` late,
+        and drained after the resumed try was queued it reads as a task killed externally
+        (apache/airflow#71580, #72716; a retry then adopts the finished workload, but only after
+        ``retry_delay``, and a task without retries fails). Only a workload that ends within these seconds
+        of the deferral waits, at most that long (docs/waiting.md)."""
         if self.deferred_at is None:
             return
         from airflow_k8s_ml.config import get_float
