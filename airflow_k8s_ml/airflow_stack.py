@@ -179,6 +179,9 @@ class AirflowStack:
             env.update(
                 {
                     "AIRFLOW__SCHEDULER__SCHEDULER_IDLE_SLEEP_TIME": "0.1",
+                    # How late a deferring task's exit may reach the scheduler (the supervisor's select
+                    # timeout): the triggers' hold after a deferral follows it (min_deferral_seconds).
+                    "AIRFLOW__WORKERS__MIN_HEARTBEAT_INTERVAL": "1",
                     "AIRFLOW__DAG_PROCESSOR__REFRESH_INTERVAL": "5",
                     "AIRFLOW__DAG_PROCESSOR__MIN_FILE_PROCESS_INTERVAL": "30",
                 }

@@ -72,11 +72,12 @@ OPTIONS: dict[str, Option] = {
         "A deferred task's wait reports its workload's end no sooner than this many seconds after the task "
         "deferred. Why: Airflow 3.3 can fail a task whose trigger fires within seconds of the deferral: the "
         "deferring process's exit ('success') can reach the scheduler up to [workers] "
-        "min_heartbeat_interval (5 s) late, and drained after the resumed try was queued it reads as a task "
-        "killed externally (apache/airflow#71580, #72716). The default leaves that interval plus two "
-        "scheduler loops. 0 turns the hold off.",
-        "float",
-        "7.0",
+        "min_heartbeat_interval late, and drained after the resumed try was queued it reads as a task "
+        "killed externally (apache/airflow#71580, #72716). Empty (the default): that interval plus 2 s "
+        "(two scheduler loops), 7 s with Airflow's defaults. 0 turns the hold off.",
+        "string",
+        "",
+        example="7",
     ),
     "trigger_heartbeat_seconds": Option(
         "A waiting trigger re-evaluates its workload at least this often even when the watch is quiet.",

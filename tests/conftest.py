@@ -3,7 +3,7 @@
 import importlib.util
 import os
 
-# The hold after a deferral (``min_deferral_seconds``, 7 s against an Airflow 3.3 scheduler race: see
+# The hold after a deferral (``min_deferral_seconds`` against an Airflow 3.3 scheduler race: see
 # airflow_k8s_ml/config.py) guards a real scheduler; the in-process tests drive the triggers themselves,
 # where it would only add seconds to every quick deferral. The production tier's Airflow keeps the default
 # (its stack drops AIRFLOW* variables), and test_workload_trigger.py tests the hold itself.

@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_k8s_ml.config import OPTIONS
 from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.kube.resources import Resource, resource_for
 from airflow_k8s_ml.status.wait import Target
@@ -45,6 +44,9 @@ __all__ = ["WorkloadTrigger"]
 
 CLASSPATH = "airflow_k8s_ml.triggers.workload.WorkloadTrigger"
 KILL_TIMEOUT = 20.0
+#: Seconds added to ``[workers] min_heartbeat_interval`` for the hold after a deferral: two loops of the
+#: scheduler, to drain the deferring process's late exit before the resumed try is queued.
+SCHEDULER_LOOPS = 2.0
 #: The module that waits: status classifiers, diagnostics, watches, clients. Imported in a worker thread on
 #: the first run (tens of milliseconds of imports would otherwise stall the triggerer's loop).
 WAIT_MODULE = "airflow_k8s_ml.triggers._waiter"
@@ -59,6 +61,28 @@ async def _wait_module() -> Any:
     import importlib
 
     return await asyncio.to_thread(importlib.import_module, WAIT_MODULE)
+
+
+def min_deferral_seconds() -> float:
+    """``[airflow_k8s_ml] min_deferral_seconds``; unset (or unreadable): ``[workers]
+    min_heartbeat_interval`` (how late the deferring process's exit may reach the scheduler) plus
+    :data:`SCHEDULER_LOOPS` seconds."""
+    from airflow_k8s_ml.config import get
+
+    given = get("min_deferral_seconds").strip()
+    try:
+        return max(float(given), 0.0) if given else _heartbeat_interval() + SCHEDULER_LOOPS
+    except ValueError:
+        return _heartbeat_interval() + SCHEDULER_LOOPS
+
+
+def _heartbeat_interval() -> float:
+    from airflow.configuration import conf
+
+    try:
+        return float(conf.getfloat("workers", "min_heartbeat_interval", fallback=5.0))
+    except (TypeError, ValueError):
+        return 5.0
 
 
 class WorkloadTrigger(BaseTrigger):
@@ -184,12 +208,7 @@ class WorkloadTrigger(BaseTrigger):
         of the deferral waits, at most that long (docs/waiting.md)."""
         if self.deferred_at is None:
             return
-        from airflow_k8s_ml.config import get_float
-
-        try:
-            minimum = get_float("min_deferral_seconds")
-        except (TypeError, ValueError):
-            minimum = float(OPTIONS["min_deferral_seconds"].default)
+        minimum = min_deferral_seconds()
         hold = self.deferred_at + minimum - time.time()
         if hold > 0:
             await asyncio.sleep(hold)
