@@ -10,6 +10,7 @@ import asyncio
 import re
 import time
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -150,18 +151,23 @@ async def test_recreated_trigger_still_detects_completion(
 
 
 async def test_pytorchjob_logs_are_prefixed_by_replica(
-    client: KubeClient, registry: WatchRegistry, capfd: pytest.CaptureFixture[str]
+    client: KubeClient, registry: WatchRegistry, capfd: pytest.CaptureFixture[str], tmp_path: Path
 ) -> None:
     def replica(code: str) -> dict[str, Any]:
         container = {"name": "pytorch", "image": "python:3.11", "command": ["python", "-c", code]}
         return {"replicas": 1, "restartPolicy": "Never", "template": {"spec": {"containers": [container]}}}
 
-    code = "import os; print('rank', os.environ['RANK'], flush=True)"
+    # As in DDP, the master cannot finish before its worker has run (the PyTorchJob succeeds with its
+    # master): the worker prints, then marks; the master prints, then waits for the mark.
+    mark = str(tmp_path / "worker-printed")
+    rank = "import os, pathlib, time; print('rank', os.environ['RANK'], flush=True)\n"
+    master = rank + f"while not os.path.exists({mark!r}): time.sleep(0.05)"
+    worker = rank + f"pathlib.Path({mark!r}).touch()"
     body = {
         "apiVersion": "kubeflow.org/v1",
         "kind": "PyTorchJob",
         "metadata": {"name": "ddp"},
-        "spec": {"pytorchReplicaSpecs": {"Master": replica(code), "Worker": replica(code)}},
+        "spec": {"pytorchReplicaSpecs": {"Master": replica(master), "Worker": replica(worker)}},
     }
     obj = await in_thread(client.create, body)
     event = await run_trigger(trigger_for(obj))
