@@ -21,6 +21,7 @@ from .kueue_helpers import (
     QUEUE_LABEL,
     VERSION,
     condition,
+    make_priority_classes,
     make_queues,
     set_gpu_quota,
     workload_of,
@@ -195,15 +196,8 @@ def test_higher_priority_workload_preempts_lower_one(
     custom: client.CustomObjectsApi, batch: client.BatchV1Api, core: client.CoreV1Api, namespace: str
 ) -> None:
     _, lq = make_queues(custom, namespace, gpus=1, preemption="LowerPriority")
-    for name, value in (("low-" + namespace[-6:], 10), ("high-" + namespace[-6:], 1000)):
-        body = {
-            "apiVersion": f"{GROUP}/{VERSION}",
-            "kind": "WorkloadPriorityClass",
-            "metadata": {"name": name},
-            "value": value,
-        }
-        custom.create_cluster_custom_object(GROUP, VERSION, "workloadpriorityclasses", body)
     low_class, high_class = "low-" + namespace[-6:], "high-" + namespace[-6:]
+    make_priority_classes(custom, **{low_class: 10, high_class: 1000})
     sleeper = python_cmd("import time; time.sleep(120)")
     batch.create_namespaced_job(
         namespace, gpu_job("low", lq, sleeper, {"kueue.x-k8s.io/priority-class": low_class})
