@@ -310,7 +310,6 @@ class BatchInferenceCronJobOperator(BaseOperator):
             deadlines=deadlines,
             task_started_at=time.time(),
             stream_logs=self.stream_logs,
-            deferred_at=time.time(),
         )
 
     def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:

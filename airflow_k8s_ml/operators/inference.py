@@ -374,7 +374,6 @@ class InferenceDeploymentOperator(BaseOperator):
             task_started_at=started_at or time.time(),
             stream_logs=False,
             delete_on_kill=False,  # killing a deploy task must never take the live service down
-            deferred_at=time.time(),
         )
 
     # -- after the rollout ------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ both names) is only needed in ``execute``, so its code is not imported on every 
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.deadlines import Deadlines, to_timedelta
@@ -96,7 +95,6 @@ class WaitSettings(Record):
             poll_interval=self.poll_interval,
             delete_on_kill=delete_on_kill,
             try_number=try_number,
-            deferred_at=time.time(),
         )
 
 

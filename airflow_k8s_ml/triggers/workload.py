@@ -27,6 +27,7 @@ triggerer blocks that loop.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -70,10 +71,10 @@ def min_deferral_seconds() -> float:
     from airflow_k8s_ml.config import get
 
     given = get("min_deferral_seconds").strip()
-    try:
-        return max(float(given), 0.0) if given else _heartbeat_interval() + SCHEDULER_LOOPS
-    except ValueError:
-        return _heartbeat_interval() + SCHEDULER_LOOPS
+    if given:
+        with contextlib.suppress(ValueError):
+            return max(float(given), 0.0)
+    return _heartbeat_interval() + SCHEDULER_LOOPS
 
 
 def _heartbeat_interval() -> float:
@@ -101,9 +102,10 @@ class WorkloadTrigger(BaseTrigger):
         sensor watching somebody else's workload).
     :param poll_interval: LIST period if the cluster refuses watches (the only time we poll).
     :param delete_on_kill: delete the workload (Foreground) when the user kills the task.
-    :param deferred_at: epoch seconds the task deferred (set by the operators). The event is held back
-        until ``[airflow_k8s_ml] min_deferral_seconds`` after it (:meth:`_hold_after_deferral`); None (a
-        trigger deferred before this option existed, or built by hand): never held.
+    :param deferred_at: epoch seconds the task deferred; the event is held back until
+        ``[airflow_k8s_ml] min_deferral_seconds`` after it (:meth:`_hold_after_deferral`). Not given: the
+        time this trigger is built, which for every deferring operator and sensor is the deferral (they
+        build it in the ``defer`` call); the triggerer rebuilds it from the serialised value.
     """
 
     def __init__(
@@ -138,7 +140,7 @@ class WorkloadTrigger(BaseTrigger):
         self.delete_on_kill = delete_on_kill
         self.api_version = api_version
         self.try_number = int(try_number) if try_number is not None else None
-        self.deferred_at = float(deferred_at) if deferred_at is not None else None
+        self.deferred_at = time.time() if deferred_at is None else float(deferred_at)
         self.resource: Resource = resource_for(api_version, kind)
         self._logs: LogState | None = None  # the wait's relay and seen uid, shared with the exits
 
@@ -206,10 +208,7 @@ class WorkloadTrigger(BaseTrigger):
         (apache/airflow#71580, #72716; a retry then adopts the finished workload, but only after
         ``retry_delay``, and a task without retries fails). Only a workload that ends within these seconds
         of the deferral waits, at most that long (docs/waiting.md)."""
-        if self.deferred_at is None:
-            return
-        minimum = min_deferral_seconds()
-        hold = self.deferred_at + minimum - time.time()
+        hold = self.deferred_at + min_deferral_seconds() - time.time()
         if hold > 0:
             await asyncio.sleep(hold)
 
