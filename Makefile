@@ -14,7 +14,7 @@ $(STAMP): pyproject.toml
 	$(PIP) install -q --upgrade pip
 	# torch first, pinned: the CPU build is on disk; an unsatisfied range would download a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
-	$(PIP) install -q -e '.[dev,workloads,demo]'
+	$(PIP) install -q -e '.[local,dev,workloads,demo]'
 	touch $(STAMP)
 
 install: $(STAMP)

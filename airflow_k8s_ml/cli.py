@@ -6,19 +6,31 @@ airflow-k8s-ml local status
 airflow-k8s-ml local down [--purge]   (the state dir keeps the cluster's objects; --purge deletes it)
 airflow-k8s-ml demo [--output D]
 airflow-k8s-ml standalone [--port N] [--home D] [--dags-folder D]
+
+Every command runs the test bed (``airflow_k8s_ml.testbed``), whose dependencies come with the
+``local`` extra.
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import sys
 from pathlib import Path
 
+# What the ``local`` extra brings (pyproject.toml), by import name: the test bed needs each of them.
+LOCAL_EXTRA_MODULES = ("cryptography", "moto", "psutil", "httpx")
+
+
+def missing_local_extra() -> list[str]:
+    """The modules of the ``local`` extra that this environment lacks (none once it is installed)."""
+    return [name for name in LOCAL_EXTRA_MODULES if importlib.util.find_spec(name) is None]
+
 
 def _local(args: argparse.Namespace) -> int:
-    from .local_cluster import daemon
-    from .local_cluster.__main__ import options_from
+    from .testbed.local_cluster import daemon
+    from .testbed.local_cluster.__main__ import options_from
 
     if args.action == "up":
         options = options_from(args)
@@ -71,19 +83,27 @@ def _purge(state_dir: Path) -> int:
 
 
 def _demo(args: argparse.Namespace) -> int:
-    from .demo import main as demo_main
+    from .testbed.demo import main as demo_main
 
     return demo_main(args.output)
 
 
 def _standalone(args: argparse.Namespace) -> int:
-    from .standalone import main as standalone_main
+    from .testbed.standalone import main as standalone_main
 
     return standalone_main(args.home, args.port, args.dags_folder)
 
 
 def main(argv: list[str] | None = None) -> int:
-    from .local_cluster.__main__ import add_serve_arguments
+    missing = missing_local_extra()
+    if missing:
+        print(
+            "airflow-k8s-ml: the local cluster, the demo and standalone are the test bed, installed with the "
+            f"'local' extra: pip install 'airflow-k8s-ml[local]' (missing: {', '.join(missing)})",
+            file=sys.stderr,
+        )
+        return 2
+    from .testbed.local_cluster.__main__ import add_serve_arguments
 
     parser = argparse.ArgumentParser(prog="airflow-k8s-ml", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True)
@@ -97,7 +117,7 @@ def main(argv: list[str] | None = None) -> int:
     demo = sub.add_parser("demo", help="run the nightly DAG end to end on the local cluster and local S3")
     demo.add_argument("--output", type=Path, default=Path("demo-output"))
     demo.set_defaults(func=_demo)
-    from .standalone import DEFAULT_HOME
+    from .testbed.standalone import DEFAULT_HOME
 
     standalone = sub.add_parser(
         "standalone", help="the Airflow UI (all components) over the local cluster and local S3, one command"

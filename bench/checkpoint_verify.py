@@ -42,7 +42,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from airflow_k8s_ml.checkpoints import CheckpointStore, CheckpointWriter
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
 MiB = 1024 * 1024
 BUCKET = "bench-checkpoints"

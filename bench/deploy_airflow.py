@@ -2,7 +2,7 @@
 
 ``bench/deploy_phases.py`` times the operator in one process; this runs the same task (the arguments of
 ``dags/nightly_finetune.py``'s ``deploy_model``, the model URI from the run's conf) as its own one-task DAG
-under the api-server, scheduler, dag-processor and triggerer of ``airflow_k8s_ml.airflow_stack`` (what
+under the api-server, scheduler, dag-processor and triggerer of ``airflow_k8s_ml.testbed.airflow_stack`` (what
 ``make demo`` and the production tests run), against the embedded cluster and S3 with real timings.
 Three runs: a first deploy, a new model (rolling update), and the new model's task cleared (no write).
 
@@ -94,8 +94,8 @@ def phases(log: list[dict[str, Any]], ti: dict[str, Any]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from airflow_k8s_ml import demo
-    from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings
+    from airflow_k8s_ml.testbed import demo
+    from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings
 
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--json", help="also write the figures to this file")

@@ -260,7 +260,7 @@ def print_scenario(name: str, timeline: Timeline, capture: Capture, writes: Coun
 
 @contextlib.contextmanager
 def services(state: Path) -> Iterator[Any]:
-    from airflow_k8s_ml import demo
+    from airflow_k8s_ml.testbed import demo
 
     with demo.embedded_services(state) as running:
         demo.prepare_cluster(running)

@@ -27,9 +27,9 @@ from pathlib import Path
 import watch_memory  # bench/watch_memory.py, beside this script
 from kubernetes import client, config, watch
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.daemon import ping
-from airflow_k8s_ml.local_cluster.settings import ClusterSettings
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.daemon import ping
+from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -172,7 +172,14 @@ def served(state_dir: Path) -> Iterator[Path]:
     then do not share the server's interpreter (and GIL). Yields the kubeconfig path."""
     log = (state_dir / "server.log").open("ab")
     server = subprocess.Popen(
-        [sys.executable, "-m", "airflow_k8s_ml.local_cluster", "serve", "--state-dir", str(state_dir)],
+        [
+            sys.executable,
+            "-m",
+            "airflow_k8s_ml.testbed.local_cluster",
+            "serve",
+            "--state-dir",
+            str(state_dir),
+        ],
         stdout=log,
         stderr=subprocess.STDOUT,
     )

@@ -9,9 +9,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from airflow_k8s_ml.local_cluster.journal import Journal
-from airflow_k8s_ml.local_cluster.resources import lookup
-from airflow_k8s_ml.local_cluster.store import Store
+from airflow_k8s_ml.testbed.local_cluster.journal import Journal
+from airflow_k8s_ml.testbed.local_cluster.resources import lookup
+from airflow_k8s_ml.testbed.local_cluster.store import Store
 
 
 def per_commit(store: Store, commits: int) -> float:

@@ -40,9 +40,9 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread  # noqa: E402
-from airflow_k8s_ml.local_cluster.settings import ClusterSettings  # noqa: E402
-from airflow_k8s_ml.local_s3 import LocalS3  # noqa: E402
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread  # noqa: E402
+from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings  # noqa: E402
+from airflow_k8s_ml.testbed.local_s3 import LocalS3  # noqa: E402
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 BUCKET = "bench-tab"

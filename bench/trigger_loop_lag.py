@@ -190,7 +190,7 @@ def job_body(name: str, lines: int, period: float) -> dict[str, Any]:
 def parent(args: argparse.Namespace) -> dict[str, Any]:
     sys.path.insert(0, str(ROOT))
     from airflow_k8s_ml.kube.sync_client import KubeClient
-    from airflow_k8s_ml.local_cluster.daemon import ServeOptions, start_background, stop_background
+    from airflow_k8s_ml.testbed.local_cluster.daemon import ServeOptions, start_background, stop_background
 
     state = Path(tempfile.mkdtemp(prefix="loop-lag-"))
     try:

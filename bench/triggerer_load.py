@@ -34,7 +34,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings
+from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings
 
 DAG_ID = "triggerer_load"
 GROUPS = ("ours", "cncf", "baseline")
@@ -68,13 +68,14 @@ with DAG("{dag_id}", schedule=None, max_active_tasks=4 * N, max_active_runs=1):
 
 
 def _cluster(state: Path) -> Any:
-    from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-    from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity
+    from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+    from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, NodeCapacity
 
     # run_as_non_root="warn" as in the demo: the local "image" is this machine's Python/shell, which runs as
     # the cluster's user, and our operators default to runAsNonRoot (see docs/local-cluster.md).
-    settings = ClusterSettings(state_dir=state, capacity=NodeCapacity(cpu="1000", memory="1000Gi"),
-                               run_as_non_root="warn")
+    settings = ClusterSettings(
+        state_dir=state, capacity=NodeCapacity(cpu="1000", memory="1000Gi"), run_as_non_root="warn"
+    )
     return ClusterThread(settings)
 
 
@@ -84,18 +85,30 @@ def _requests(cluster: Any) -> int:
 
     api = config.new_client_from_config(config_file=str(cluster.kubeconfig_path))
     try:
-        response = api.call_api("/metrics", "GET", auth_settings=["BearerToken"], _preload_content=False,
-                                _return_http_data_only=True)
+        response = api.call_api(
+            "/metrics",
+            "GET",
+            auth_settings=["BearerToken"],
+            _preload_content=False,
+            _return_http_data_only=True,
+        )
         text = response.data.decode()
     finally:
         api.close()
-    return sum(int(float(line.rsplit(" ", 1)[1])) for line in text.splitlines()
-               if line.startswith("apiserver_request_total{"))
+    return sum(
+        int(float(line.rsplit(" ", 1)[1]))
+        for line in text.splitlines()
+        if line.startswith("apiserver_request_total{")
+    )
 
 
 def _conn(cluster: Any) -> str:
-    return json.dumps({"conn_type": "kubernetes",
-                       "extra": {"kube_config_path": str(cluster.kubeconfig_path), "namespace": "default"}})
+    return json.dumps(
+        {
+            "conn_type": "kubernetes",
+            "extra": {"kube_config_path": str(cluster.kubeconfig_path), "namespace": "default"},
+        }
+    )
 
 
 def _epoch(stamp: str | None) -> float | None:
@@ -160,8 +173,10 @@ def run(n: int, hold: float) -> None:
             print(f"all {3 * n} deferred (or failed before) after {deferred_at - t0:.0f}s", flush=True)
             if deferred_at > releases[0]:
                 shift = deferred_at + hold / 3 - releases[0]
-                print(f"note: launch took longer than estimated; FIFO releases shifted by {shift:.0f}s, "
-                      "so the baseline fires earlier than the Job groups (its latency is still its own)")
+                print(
+                    f"note: launch took longer than estimated; FIFO releases shifted by {shift:.0f}s, "
+                    "so the baseline fires earlier than the Job groups (its latency is still its own)"
+                )
                 fifo_releases = [r + shift for r in releases]
             else:
                 fifo_releases = releases
@@ -169,6 +184,7 @@ def run(n: int, hold: float) -> None:
             threads = []
             for i, moment in enumerate(fifo_releases):
                 for group in ("ours", "cncf"):
+
                     def fire(path: Path = fifos / f"{group}-{i}", when: float = moment) -> None:
                         time.sleep(max(0.0, when - time.time()))
                         _release(path)
@@ -192,8 +208,11 @@ def run(n: int, hold: float) -> None:
         for group in GROUPS:
             mine = [ti for ti in tis if ti["task_id"] == group]
             moments = fifo_releases if group != "baseline" else releases
-            latencies = [(_epoch(ti["end_date"]) or 0) - moments[ti["map_index"]] for ti in mine
-                         if ti["state"] == "success"]
+            latencies = [
+                (_epoch(ti["end_date"]) or 0) - moments[ti["map_index"]]
+                for ti in mine
+                if ti["state"] == "success"
+            ]
             ok = sum(ti["state"] == "success" for ti in mine)
             failed = sum(ti["state"] == "failed" for ti in mine)
             if group in before:
@@ -201,11 +220,15 @@ def run(n: int, hold: float) -> None:
                 rate = f"{(after[group] - before[group]) / waiting_hours:13.1f}"
             else:
                 rate = f"{'-':>13}"
-            print(f"{group:<9} {ok:>5} {failed:>7} {rate} {_percentile(latencies, 0.5):11.2f}s "
-                  f"{_percentile(latencies, 0.99):7.2f}s")
+            print(
+                f"{group:<9} {ok:>5} {failed:>7} {rate} {_percentile(latencies, 0.5):11.2f}s "
+                f"{_percentile(latencies, 0.99):7.2f}s"
+            )
         print(f"triggerer 'blocked' warnings during the run: {blocked}")
-        print(f"waiting window {finished_at - deferred_at:.0f}s; requests in it: ours "
-              f"{after['ours'] - before['ours']}, cncf {after['cncf'] - before['cncf']}")
+        print(
+            f"waiting window {finished_at - deferred_at:.0f}s; requests in it: ours "
+            f"{after['ours'] - before['ours']}, cncf {after['cncf'] - before['cncf']}"
+        )
 
 
 def _interrupt(signum: int, frame: object) -> None:

@@ -14,8 +14,8 @@ job controller starts no pod) and each is completed by PATCHing its ``/status`` 
 alone by the controller. Completions are spread uniformly over ``[hold/3, hold]`` seconds after the waits
 start, from a separate thread (the "controller"), and both implementations wait on their own fresh
 namespace, one after the other, in the same run against the same cluster. The cluster runs in a child
-process (``python -m airflow_k8s_ml.local_cluster serve``) so its CPU does not count as loop lag of the
-waiting process; ``--in-process`` runs it in a thread instead (ClusterThread). Loopback only, bounded:
+process (``python -m airflow_k8s_ml.testbed.local_cluster serve``) so its CPU does not count as loop lag of
+the waiting process; ``--in-process`` runs it in a thread instead (ClusterThread). Loopback only, bounded:
 about ``2 * len(n) * (hold + setup)`` seconds.
 
     python bench/wait_efficiency.py [--n 100 1000] [--hold 30] [--impl ours cncf] [--cncf-poll 10]
@@ -59,13 +59,17 @@ def local_cluster(in_process: bool) -> Iterator[Path]:
     state = Path(tempfile.mkdtemp(prefix="wait-bench-"))
     try:
         if in_process:
-            from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-            from airflow_k8s_ml.local_cluster.settings import ClusterSettings
+            from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+            from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings
 
             with ClusterThread(ClusterSettings(state_dir=state)) as running:
                 yield running.kubeconfig_path
         else:
-            from airflow_k8s_ml.local_cluster.daemon import ServeOptions, start_background, stop_background
+            from airflow_k8s_ml.testbed.local_cluster.daemon import (
+                ServeOptions,
+                start_background,
+                stop_background,
+            )
 
             kubeconfig = start_background(ServeOptions(state_dir=state))
             try:

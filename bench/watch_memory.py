@@ -14,7 +14,12 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from airflow_k8s_ml.local_cluster.daemon import ServeOptions, pid_of, start_background, stop_background
+from airflow_k8s_ml.testbed.local_cluster.daemon import (
+    ServeOptions,
+    pid_of,
+    start_background,
+    stop_background,
+)
 
 
 def rss_mib(pid: int) -> float:

@@ -17,8 +17,8 @@ from typing import Any, TypeVar
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import ClusterSettings, ImageRule, NodeCapacity
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, ImageRule, NodeCapacity
 
 
 def fast_settings(state_dir: Path, **overrides: object) -> ClusterSettings:

@@ -1,4 +1,4 @@
-"""Pytest fixtures for the embedded S3 endpoint (``airflow_k8s_ml.local_s3``): real HTTP on 127.0.0.1.
+"""Pytest fixtures for the embedded S3 endpoint (``airflow_k8s_ml.testbed.local_s3``): real HTTP on 127.0.0.1.
 
 * ``local_s3``  - one moto server for the whole session (starting one costs ~0.1 s, but moto's state is
                   per process anyway, so tests isolate by bucket instead);
@@ -14,7 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
 
 @pytest.fixture(scope="session")

@@ -9,7 +9,7 @@ import pytest
 from airflow_k8s_ml.kube.async_client import close_all
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry, reset_registry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import FAST_WATCH

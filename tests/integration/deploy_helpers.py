@@ -7,7 +7,7 @@ import ssl
 import subprocess
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 # Answers every GET/POST with JSON describing the request and the pod; 500 on /broken (a readiness probe
 # pointed there never passes). Binds the pod IP from the downward API, so replicas share port 8080.

@@ -15,8 +15,13 @@ import pytest
 from kubernetes import client, config
 from kubernetes.client.rest import ApiException
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.daemon import ServeOptions, pid_of, start_background, stop_background
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.daemon import (
+    ServeOptions,
+    pid_of,
+    start_background,
+    stop_background,
+)
 from tests.cluster_fixtures import fast_settings, wait_for
 
 MiB = 1024 * 1024

@@ -13,7 +13,7 @@ import pytest
 from kubernetes import client, watch
 from kubernetes.dynamic import DynamicClient
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..cluster_fixtures import fast_settings
 
@@ -120,32 +120,65 @@ def test_label_and_field_selectors(core: client.CoreV1Api, namespace: str) -> No
 def test_every_patch_type(api_client: client.ApiClient, namespace: str) -> None:
     apps = client.AppsV1Api(api_client)
     labels = {"app": "p"}
-    apps.create_namespaced_deployment(namespace, {
-        "metadata": {"name": "p", "labels": {"a": "1"}},
-        "spec": {"replicas": 0, "selector": {"matchLabels": labels}, "template": {
-            "metadata": {"labels": labels},
-            "spec": {"containers": [{"name": "main", "image": "python:3.11", "command": ["true"],
-                                     "env": [{"name": "A", "value": "1"}]}]}}},
-    })
+    apps.create_namespaced_deployment(
+        namespace,
+        {
+            "metadata": {"name": "p", "labels": {"a": "1"}},
+            "spec": {
+                "replicas": 0,
+                "selector": {"matchLabels": labels},
+                "template": {
+                    "metadata": {"labels": labels},
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "main",
+                                "image": "python:3.11",
+                                "command": ["true"],
+                                "env": [{"name": "A", "value": "1"}],
+                            }
+                        ]
+                    },
+                },
+            },
+        },
+    )
     # Strategic merge (the Python client's default for dict bodies): env merges by name.
-    patched = apps.patch_namespaced_deployment("p", namespace, {"spec": {"template": {"spec": {"containers": [
-        {"name": "main", "env": [{"name": "B", "value": "2"}]}]}}}})
+    patched = apps.patch_namespaced_deployment(
+        "p",
+        namespace,
+        {
+            "spec": {
+                "template": {"spec": {"containers": [{"name": "main", "env": [{"name": "B", "value": "2"}]}]}}
+            }
+        },
+    )
     assert [e.name for e in patched.spec.template.spec.containers[0].env] == ["B", "A"]
     # JSON merge patch: a null deletes the key, lists are replaced.
     api_client.call_api(
-        f"/apis/apps/v1/namespaces/{namespace}/deployments/p", "PATCH", header_params={
-            "Content-Type": "application/merge-patch+json", "Accept": "application/json"},
-        body={"metadata": {"labels": {"a": None, "b": "2"}}}, auth_settings=["BearerToken"],
-        _preload_content=False, _return_http_data_only=True)
+        f"/apis/apps/v1/namespaces/{namespace}/deployments/p",
+        "PATCH",
+        header_params={"Content-Type": "application/merge-patch+json", "Accept": "application/json"},
+        body={"metadata": {"labels": {"a": None, "b": "2"}}},
+        auth_settings=["BearerToken"],
+        _preload_content=False,
+        _return_http_data_only=True,
+    )
     assert apps.read_namespaced_deployment("p", namespace).metadata.labels == {"b": "2"}
     # JSON patch (a list body makes the client pick application/json-patch+json).
-    patched = apps.patch_namespaced_deployment("p", namespace, [
-        {"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}},
-        {"op": "replace", "path": "/metadata/labels/b", "value": "3"}])
+    patched = apps.patch_namespaced_deployment(
+        "p",
+        namespace,
+        [
+            {"op": "add", "path": "/metadata/annotations", "value": {"x": "y"}},
+            {"op": "replace", "path": "/metadata/labels/b", "value": "3"},
+        ],
+    )
     assert patched.metadata.annotations["x"] == "y" and patched.metadata.labels == {"b": "3"}
     with pytest.raises(client.ApiException) as err:
-        apps.patch_namespaced_deployment("p", namespace, [{"op": "test", "path": "/metadata/labels/b",
-                                                            "value": "9"}])
+        apps.patch_namespaced_deployment(
+            "p", namespace, [{"op": "test", "path": "/metadata/labels/b", "value": "9"}]
+        )
     assert err.value.status == 422
 
 

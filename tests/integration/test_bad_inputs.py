@@ -19,7 +19,6 @@ import pytest
 
 from airflow_k8s_ml.checkpoints import CheckpointStore, CheckpointWriter
 from airflow_k8s_ml.errors import CheckpointError, ValidationError
-from airflow_k8s_ml.local_s3 import LocalS3
 from airflow_k8s_ml.operators import (
     BatchInferenceCronJobOperator,
     BatchInferenceJobOperator,
@@ -28,6 +27,7 @@ from airflow_k8s_ml.operators import (
     InferenceDeploymentOperator,
     PyTorchJobOperator,
 )
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 from tests.manifest_samples import CONTAINER, changed
 from tests.manifest_samples import JOB as SAMPLE_JOB
 from tests.manifest_samples import PYTORCHJOB as SAMPLE_PYTORCHJOB

@@ -18,7 +18,7 @@ import time
 import botocore.exceptions
 import pytest
 
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
 
 def test_conditional_create_is_atomic_under_concurrency(
@@ -88,7 +88,7 @@ def test_credentials_shapes(local_s3: LocalS3) -> None:
 @pytest.mark.timeout(60)
 def test_foreground_command_serves_until_sigterm() -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "airflow_k8s_ml.local_s3", "--port", "0", "--bucket", "demo"],
+        [sys.executable, "-m", "airflow_k8s_ml.testbed.local_s3", "--port", "0", "--bucket", "demo"],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -18,9 +18,9 @@ from airflow.sdk.exceptions import AirflowSensorTimeout, TaskDeferred
 
 from airflow_k8s_ml.checkpoints import CheckpointWriter
 from airflow_k8s_ml.errors import CheckpointError, MetricGateFailed
-from airflow_k8s_ml.local_s3 import LocalS3
 from airflow_k8s_ml.operators.checkpoint import CheckpointCheckOperator
 from airflow_k8s_ml.sensors.checkpoint import CheckpointSensor
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 from airflow_k8s_ml.triggers.checkpoint import CheckpointTrigger
 
 RULES = {"val_accuracy": ">= 0.90", "loss": "< 0.5"}

@@ -21,7 +21,7 @@ import pytest
 from airflow_k8s_ml.checkpoints import CheckpointStore, CheckpointWriter, download_checkpoint, resolve_resume
 from airflow_k8s_ml.checkpoints.s3_backend import S3Backend
 from airflow_k8s_ml.errors import CheckpointError
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
 
 class RequestLog:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..airflow_env import airflow_env, dags_test, migrate
 

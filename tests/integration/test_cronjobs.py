@@ -17,8 +17,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import FakeClock
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.settings import FakeClock
 from tests.cluster_fixtures import fast_settings, python_cmd, wait_for
 
 START = datetime(2030, 1, 7, 0, 0, tzinfo=UTC).timestamp()  # a Monday

@@ -16,9 +16,15 @@ from kubernetes import client, config, watch
 from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.daemon import ServeOptions, alive, pid_of, start_background, stop_background
 from airflow_k8s_ml.status import classify
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.daemon import (
+    ServeOptions,
+    alive,
+    pid_of,
+    start_background,
+    stop_background,
+)
 from tests.cluster_fixtures import fast_settings, use_cluster, wait_for
 
 from .test_watch import until

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 pytestmark = [
     pytest.mark.kubectl,
@@ -38,8 +38,9 @@ spec:
 {extra}"""
 
 
-def kubectl(cluster: ClusterThread, tmp_path: Path, *args: str, check: bool = True,
-            timeout: float = 60) -> subprocess.CompletedProcess[str]:
+def kubectl(
+    cluster: ClusterThread, tmp_path: Path, *args: str, check: bool = True, timeout: float = 60
+) -> subprocess.CompletedProcess[str]:
     env = {"KUBECONFIG": str(cluster.kubeconfig_path), "HOME": str(tmp_path), "PATH": "/usr/bin:/bin"}
     result = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, timeout=timeout)
     if check and result.returncode != 0:
@@ -69,8 +70,9 @@ def test_apply_twice_get_wait_logs_delete(cluster: ClusterThread, namespace: str
     logs = kubectl(cluster, tmp_path, "logs", "-f", "-n", namespace, "job/demo", timeout=60)
     assert logs.stdout.splitlines() == ["line 0", "line 1", "line 2"]
 
-    kubectl(cluster, tmp_path, "wait", "-n", namespace, "--for=condition=complete", "job/demo",
-            "--timeout=60s")
+    kubectl(
+        cluster, tmp_path, "wait", "-n", namespace, "--for=condition=complete", "job/demo", "--timeout=60s"
+    )
     table = kubectl(cluster, tmp_path, "get", "-n", namespace, "jobs")
     header, row = table.stdout.splitlines()[:2]
     assert header.split()[:3] == ["NAME", "STATUS", "COMPLETIONS"]
@@ -105,8 +107,16 @@ def test_wait_for_failed_job(cluster: ClusterThread, namespace: str, tmp_path: P
     manifest = _manifest(tmp_path, "bad", "import sys; sys.exit(2)")
     kubectl(cluster, tmp_path, "apply", "-n", namespace, "-f", str(manifest))
     kubectl(cluster, tmp_path, "wait", "-n", namespace, "--for=condition=failed", "job/bad", "--timeout=60s")
-    reason = kubectl(cluster, tmp_path, "get", "-n", namespace, "job/bad", "-o",
-                     "jsonpath={.status.conditions[?(@.type=='Failed')].reason}")
+    reason = kubectl(
+        cluster,
+        tmp_path,
+        "get",
+        "-n",
+        namespace,
+        "job/bad",
+        "-o",
+        "jsonpath={.status.conditions[?(@.type=='Failed')].reason}",
+    )
     assert reason.stdout == "BackoffLimitExceeded"
 
 
@@ -115,13 +125,24 @@ def test_get_shows_wide_columns_only_with_o_wide(
 ) -> None:
     manifest = _manifest(tmp_path, "wide", "print('hi')")
     kubectl(cluster, tmp_path, "apply", "-n", namespace, "-f", str(manifest))
-    kubectl(cluster, tmp_path, "wait", "-n", namespace, "--for=condition=complete", "job/wide",
-            "--timeout=60s")
+    kubectl(
+        cluster, tmp_path, "wait", "-n", namespace, "--for=condition=complete", "job/wide", "--timeout=60s"
+    )
     narrow = kubectl(cluster, tmp_path, "get", "-n", namespace, "pods").stdout.splitlines()
     wide = kubectl(cluster, tmp_path, "get", "-n", namespace, "pods", "-o", "wide").stdout.splitlines()
     assert narrow[0].split() == ["NAME", "READY", "STATUS", "RESTARTS", "AGE"]
     assert wide[0].split() == [
-        "NAME", "READY", "STATUS", "RESTARTS", "AGE", "IP", "NODE", "NOMINATED", "NODE", "READINESS", "GATES"
+        "NAME",
+        "READY",
+        "STATUS",
+        "RESTARTS",
+        "AGE",
+        "IP",
+        "NODE",
+        "NOMINATED",
+        "NODE",
+        "READINESS",
+        "GATES",
     ]
     assert narrow[1].split()[1:4] == ["0/1", "Completed", "0"]
     jobs = kubectl(cluster, tmp_path, "get", "-n", namespace, "jobs", "-o", "wide").stdout.splitlines()

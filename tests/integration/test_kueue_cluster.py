@@ -11,8 +11,8 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity, QueueQuota
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.settings import NodeCapacity, QueueQuota
 
 from ..cluster_fixtures import fast_settings, python_cmd, wait_for, watch_versions
 from .kueue_helpers import (

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from kubernetes import client
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..cluster_fixtures import wait_for
 from . import test_kueue_cluster

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..cluster_fixtures import fast_settings
 from .pod_helpers import container_status, phase_is, pod_body, read_log, wait_pod

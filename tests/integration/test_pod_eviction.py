@@ -7,7 +7,7 @@ import json
 
 from kubernetes import client
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import admin
 
 from .pod_helpers import condition, container_status, phase_is, pod_body, read_log, wait_pod, watch_pod

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from kubernetes import client, config
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..cluster_fixtures import fast_settings, python_cmd
 from .pod_helpers import condition, container_status, phase_is, pod_body, read_log, wait_pod

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, config
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.settings import NodeCapacity
 
 from ..cluster_fixtures import fast_settings
 from .pod_helpers import condition, events_for, phase_is, pod_body, read_log, wait_pod

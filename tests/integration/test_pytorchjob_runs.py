@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from kubernetes import client
 
-from airflow_k8s_ml.local_cluster.meta import parse_time
+from airflow_k8s_ml.testbed.local_cluster.meta import parse_time
 
 from .pytorchjob_helpers import (
     create,

@@ -10,8 +10,8 @@ import urllib.request
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread, LocalCluster
-from airflow_k8s_ml.local_cluster.settings import ClusterSettings
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread, LocalCluster
+from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings
 
 
 def _get(cluster: ClusterThread, path: str, token: str | None) -> tuple[int, str]:

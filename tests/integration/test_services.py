@@ -9,7 +9,7 @@ from typing import Any
 
 from kubernetes import client
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import wait_for
 
 from .deploy_helpers import echo_container, kubectl, raw_request

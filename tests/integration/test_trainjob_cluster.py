@@ -255,8 +255,8 @@ def test_suspended_trainjob_runs_nothing_until_resumed(
 
 def test_default_runtime_is_installed_once_and_kept_across_restarts(tmp_path: Path) -> None:
     """The store is durable: a restart neither duplicates nor resets a runtime the user changed."""
-    from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-    from airflow_k8s_ml.local_cluster.resources import lookup
+    from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+    from airflow_k8s_ml.testbed.local_cluster.resources import lookup
 
     from ..cluster_fixtures import fast_settings
 

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
 from ..cluster_fixtures import wait_for
 from .test_kubectl import kubectl

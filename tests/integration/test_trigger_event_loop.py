@@ -21,7 +21,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.kube.sync_client import KubeClient
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import job

@@ -29,8 +29,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
 from ..airflow_env import AIRFLOW, airflow_env, migrate
 from .ui_auth_manager import OUTSIDER

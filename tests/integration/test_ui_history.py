@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.checkpoints import CheckpointWriter
-from airflow_k8s_ml.local_s3 import LocalS3
+from airflow_k8s_ml.testbed.local_s3 import LocalS3
 from airflow_k8s_ml.ui.history import HistoryReader
 
 

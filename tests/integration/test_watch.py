@@ -19,8 +19,8 @@ from airflow_k8s_ml.kube.requests import Request
 from airflow_k8s_ml.kube.resources import Resource, resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchKey, WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.status import classify
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import complete, in_thread, job, metric

@@ -11,8 +11,8 @@ import pytest
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.retry import RetryPolicy
 from airflow_k8s_ml.kube.sync_client import KubeClient
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.status import classify
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import use_cluster
 
 from .workload_helpers import job, metric

@@ -17,7 +17,7 @@ from airflow_k8s_ml.kube.async_client import get_kube
 from airflow_k8s_ml.kube.requests import Request
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers._waiter import Timings
 from airflow_k8s_ml.triggers.logs import LogRelay
 from tests.cluster_fixtures import use_cluster

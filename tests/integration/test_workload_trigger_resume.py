@@ -34,7 +34,7 @@ from airflow_k8s_ml.kube.async_client import get_kube
 from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
-from airflow_k8s_ml.local_cluster.cluster import ClusterThread
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, CursorWriter
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 from tests.cluster_fixtures import use_cluster

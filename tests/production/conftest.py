@@ -1,7 +1,8 @@
 """The production-mode tier: real Airflow components (api-server, scheduler, dag-processor, triggerer;
 LocalExecutor on SQLite) over the embedded local cluster and S3, started once per test session.
 
-The same machinery as ``make demo`` (``airflow_k8s_ml.demo`` + ``airflow_k8s_ml.airflow_stack``): the DAGs
+The same machinery as ``make demo`` (``airflow_k8s_ml.testbed.demo`` +
+``airflow_k8s_ml.testbed.airflow_stack``): the DAGs
 folder holds the shipped nightly DAG and the small fault DAGs of ``tests/production/dags``; runs are
 triggered through the REST API with ``logical_date: null`` or with ``airflow dags trigger``. Faults are
 real: components are killed with SIGKILL of their whole process tree, tasks are marked failed and cleared
@@ -19,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml import demo
-from airflow_k8s_ml.airflow_stack import AIRFLOW, AirflowStack, StackSettings, port_is_free
+from airflow_k8s_ml.testbed import demo
+from airflow_k8s_ml.testbed.airflow_stack import AIRFLOW, AirflowStack, StackSettings, port_is_free
 from tests.cluster_fixtures import wait_for
 
 REPO = Path(__file__).resolve().parents[2]
@@ -69,7 +70,7 @@ class Production:
 
     def log_lines(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> list[str]:
         """The try's log as the UI shows it; empty while the task instance or its log does not exist yet."""
-        from airflow_k8s_ml.airflow_rest import RestError
+        from airflow_k8s_ml.testbed.airflow_rest import RestError
 
         try:
             entries = self.rest.task_log(dag_id, run_id, task_id, try_number)

@@ -13,15 +13,20 @@ from pathlib import Path
 
 import psutil
 
-from airflow_k8s_ml.airflow_rest import AirflowRest
-from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings, free_port, port_is_free
+from airflow_k8s_ml.testbed.airflow_rest import AirflowRest
+from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings, free_port, port_is_free
 
 CLI = str(Path(sys.executable).parent / "airflow-k8s-ml")
 
 
 def _start(home: Path, port: int) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen([CLI, "standalone", "--port", str(port), "--home", str(home)], text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env={**os.environ})
+    proc = subprocess.Popen(
+        [CLI, "standalone", "--port", str(port), "--home", str(home)],
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env={**os.environ},
+    )
     assert proc.stdout is not None
     seen = []
     deadline = time.monotonic() + 240
@@ -70,6 +75,10 @@ def test_standalone_refuses_a_busy_port(tmp_path: Path) -> None:
         busy.bind(("127.0.0.1", 0))
         busy.listen()
         port = busy.getsockname()[1]
-        result = subprocess.run([CLI, "standalone", "--port", str(port), "--home", str(tmp_path)],
-                                capture_output=True, text=True, timeout=60)
+        result = subprocess.run(
+            [CLI, "standalone", "--port", str(port), "--home", str(tmp_path)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert result.returncode == 2 and f"port {port} on 127.0.0.1 is in use" in result.stderr

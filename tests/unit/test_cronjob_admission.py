@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.cronjob.admission import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.cronjob.admission import (
     admit_cronjob,
     validate_cronjob,
 )
-from airflow_k8s_ml.local_cluster.errors import StatusError
+from airflow_k8s_ml.testbed.local_cluster.errors import StatusError
 
 
 def body(name: str = "nightly", schedule: str = "*/5 * * * *", **spec: Any) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from zoneinfo import ZoneInfo
 import pytest
 
 from airflow_k8s_ml.k8s.cron import ScheduleError, format_schedule, load_location, parse_standard
-from airflow_k8s_ml.local_cluster.controllers.cronjob.schedule import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.cronjob.schedule import (
     most_recent_schedule_time,
     next_schedule_delay,
 )

@@ -7,14 +7,14 @@ import copy
 from datetime import UTC, datetime
 from typing import Any
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.cronjob.admission import admit_cronjob
-from airflow_k8s_ml.local_cluster.controllers.cronjob.jobs import (
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.cronjob.admission import admit_cronjob
+from airflow_k8s_ml.testbed.local_cluster.controllers.cronjob.jobs import (
     history_to_delete,
     job_from_template,
 )
-from airflow_k8s_ml.local_cluster.controllers.cronjob.sync import sync
-from airflow_k8s_ml.local_cluster.meta import owner_reference
+from airflow_k8s_ml.testbed.local_cluster.controllers.cronjob.sync import sync
+from airflow_k8s_ml.testbed.local_cluster.meta import owner_reference
 
 Obj = dict[str, Any]
 CREATED = datetime(2030, 1, 7, 10, 0, 30, tzinfo=UTC)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_k8s_ml.demo_report import split_worker_and_triggerer
+from airflow_k8s_ml.testbed.demo_report import split_worker_and_triggerer
 
 
 def entry(stamp: str, event: str, logger: str = "task") -> dict[str, str]:
@@ -44,11 +44,15 @@ def test_still_deferred_at_the_end_counts_until_the_end() -> None:
 
 
 def test_the_summary_names_the_training_tab() -> None:
-    from airflow_k8s_ml.demo_report import render
+    from airflow_k8s_ml.testbed.demo_report import render
     from airflow_k8s_ml.ui.plugin import training_path
 
-    url = training_path("nightly_finetune", "manual__2026-12-01T01:30:00+00:00", "fine_tune_job",
-                        root="http://127.0.0.1:8080/")
+    url = training_path(
+        "nightly_finetune",
+        "manual__2026-12-01T01:30:00+00:00",
+        "fine_tune_job",
+        root="http://127.0.0.1:8080/",
+    )
     assert url == (
         "http://127.0.0.1:8080/airflow-k8s-ml/training?dag_id=nightly_finetune"
         "&run_id=manual__2026-12-01T01%3A30%3A00%2B00%3A00&task_id=fine_tune_job&map_index=-1"
@@ -63,7 +67,7 @@ class _Rest:
         self.status = status
 
     def task_log(self, dag_id: str, run_id: str, task_id: str, try_number: int) -> list[dict[str, str]]:
-        from airflow_k8s_ml.airflow_rest import RestError
+        from airflow_k8s_ml.testbed.airflow_rest import RestError
 
         if try_number == 1:
             raise RestError("GET", "/logs/1", self.status, '{"detail":"TaskInstance not found"}')
@@ -71,7 +75,7 @@ class _Rest:
 
 
 def test_a_try_the_api_server_has_no_record_of_counts_no_time() -> None:
-    from airflow_k8s_ml.demo_report import _try_log
+    from airflow_k8s_ml.testbed.demo_report import _try_log
 
     assert _try_log(_Rest(404), "d", "r", "t", 1) == []  # type: ignore[arg-type]
     assert _try_log(_Rest(404), "d", "r", "t", 2) == RECORDED  # type: ignore[arg-type]
@@ -80,15 +84,15 @@ def test_a_try_the_api_server_has_no_record_of_counts_no_time() -> None:
 def test_other_api_errors_still_fail_the_summary() -> None:
     import pytest
 
-    from airflow_k8s_ml.airflow_rest import RestError
-    from airflow_k8s_ml.demo_report import _try_log
+    from airflow_k8s_ml.testbed.airflow_rest import RestError
+    from airflow_k8s_ml.testbed.demo_report import _try_log
 
     with pytest.raises(RestError, match="HTTP 500"):
         _try_log(_Rest(500), "d", "r", "t", 1)  # type: ignore[arg-type]
 
 
 def test_a_queued_training_shows_its_admission_time() -> None:
-    from airflow_k8s_ml.demo_report import render
+    from airflow_k8s_ml.testbed.demo_report import render
 
     training = {"kind": "Job", "namespace": "ml", "name": "ft", "state": {"phase": "succeeded"}}
     assert "admitted by Kueue" not in render({"training": training})

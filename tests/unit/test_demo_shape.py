@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from airflow_k8s_ml.demo import ClusterShape
+from airflow_k8s_ml.testbed.demo import ClusterShape
 
 
 def test_default_is_no_gpu_and_no_queue() -> None:

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.deployment.admission import (
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment.admission import (
     admit_deployment,
     admit_replicaset,
 )

@@ -8,11 +8,11 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.hpa.admission import admit_hpa
-from airflow_k8s_ml.local_cluster.controllers.hpa.convert import to_v1, to_v2
-from airflow_k8s_ml.local_cluster.controllers.hpa.metrics import MetricError, PodCounts, propose
-from airflow_k8s_ml.local_cluster.controllers.hpa.scaling import (
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.admission import admit_hpa
+from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.convert import to_v1, to_v2
+from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.metrics import MetricError, PodCounts, propose
+from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.scaling import (
     History,
     normalize_legacy,
     normalize_with_behavior,

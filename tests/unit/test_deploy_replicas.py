@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.deployment import replicas as rep
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment import replicas as rep
 
 
 def deployment(

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.deployment.replicaset_pods import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment.replicaset_pods import (
     pod_from_template,
     pods_to_delete,
     replicaset_status,
 )
-from airflow_k8s_ml.local_cluster.meta import rfc3339
+from airflow_k8s_ml.testbed.local_cluster.meta import rfc3339
 
 NOW = 1_700_000_000.0
 

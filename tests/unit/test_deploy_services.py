@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.service.admission import Allocator, admit_service
-from airflow_k8s_ml.local_cluster.controllers.service.endpoints import endpoints_for, find_port
-from airflow_k8s_ml.local_cluster.controllers.service.endpointslices import plan
-from airflow_k8s_ml.local_cluster.controllers.service.proxy import (
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.service.admission import Allocator, admit_service
+from airflow_k8s_ml.testbed.local_cluster.controllers.service.endpoints import endpoints_for, find_port
+from airflow_k8s_ml.testbed.local_cluster.controllers.service.endpointslices import plan
+from airflow_k8s_ml.testbed.local_cluster.controllers.service.proxy import (
     raw_subpath,
     split_scheme_name_port,
 )

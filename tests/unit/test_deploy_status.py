@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.deployment import status as st
-from airflow_k8s_ml.local_cluster.meta import rfc3339
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment import status as st
+from airflow_k8s_ml.testbed.local_cluster.meta import rfc3339
 
 NOW = 1_700_000_000.0
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import copy
 
-from airflow_k8s_ml.local_cluster.controllers.deployment.revisions import set_new_rs_annotations
-from airflow_k8s_ml.local_cluster.controllers.deployment.template import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment.revisions import set_new_rs_annotations
+from airflow_k8s_ml.testbed.local_cluster.controllers.deployment.template import (
     HASH_LABEL,
     apply_template_defaults,
     equal_ignore_hash,

@@ -5,10 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.decoding import check_fields, decode_body, validation_mode, warning_headers
-from airflow_k8s_ml.local_cluster.resources import RESOURCE_TYPES, ResourceType
-from airflow_k8s_ml.local_cluster.schema import schema_for
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.decoding import (
+    check_fields,
+    decode_body,
+    validation_mode,
+    warning_headers,
+)
+from airflow_k8s_ml.testbed.local_cluster.resources import RESOURCE_TYPES, ResourceType
+from airflow_k8s_ml.testbed.local_cluster.schema import schema_for
 
 #: Virtual rows (Kueue's visibility API) store nothing and accept no writes: there is no object to validate.
 STORED = [rt for rt in RESOURCE_TYPES if not rt.virtual]

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.job.admission import admit_job
-from airflow_k8s_ml.local_cluster.errors import StatusError
+from airflow_k8s_ml.testbed.local_cluster.controllers.job.admission import admit_job
+from airflow_k8s_ml.testbed.local_cluster.errors import StatusError
 
 UID = "0b0b0b0b-1111-2222-3333-444444444444"
 

@@ -11,13 +11,13 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.cluster import LocalCluster
-from airflow_k8s_ml.local_cluster.controllers.job.controller import ORPHAN_POD, JobController
-from airflow_k8s_ml.local_cluster.controllers.job.ttl import TTLAfterFinishedController
-from airflow_k8s_ml.local_cluster.meta import rfc3339
-from airflow_k8s_ml.local_cluster.resources import lookup
-from airflow_k8s_ml.local_cluster.settings import ClusterSettings, FakeClock
-from airflow_k8s_ml.local_cluster.store import Change
+from airflow_k8s_ml.testbed.local_cluster.cluster import LocalCluster
+from airflow_k8s_ml.testbed.local_cluster.controllers.job.controller import ORPHAN_POD, JobController
+from airflow_k8s_ml.testbed.local_cluster.controllers.job.ttl import TTLAfterFinishedController
+from airflow_k8s_ml.testbed.local_cluster.meta import rfc3339
+from airflow_k8s_ml.testbed.local_cluster.resources import lookup
+from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, FakeClock
+from airflow_k8s_ml.testbed.local_cluster.store import Change
 
 JOBS = lookup("batch", "v1", "jobs")
 PODS = lookup("", "v1", "pods")

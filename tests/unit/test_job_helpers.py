@@ -6,16 +6,16 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.job import conditions as jc
-from airflow_k8s_ml.local_cluster.controllers.job import indexes as ji
-from airflow_k8s_ml.local_cluster.controllers.job.failures import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.job import conditions as jc
+from airflow_k8s_ml.testbed.local_cluster.controllers.job import indexes as ji
+from airflow_k8s_ml.testbed.local_cluster.controllers.job.failures import (
     BackoffRecord,
     backoff_duration,
     match_pod_failure_policy,
     next_backoff_record,
     remaining_backoff,
 )
-from airflow_k8s_ml.local_cluster.controllers.job.pods import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.job.pods import (
     finished_time,
     generate_name_prefix,
     is_active,
@@ -24,7 +24,7 @@ from airflow_k8s_ml.local_cluster.controllers.job.pods import (
     new_pod,
     restart_count,
 )
-from airflow_k8s_ml.local_cluster.meta import parse_time
+from airflow_k8s_ml.testbed.local_cluster.meta import parse_time
 
 NEVER_JOB: dict[str, Any] = {"spec": {"podReplacementPolicy": "TerminatingOrFailed"}}
 FAILED_ONLY_JOB: dict[str, Any] = {"spec": {"podReplacementPolicy": "Failed"}}

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.jobset.admission import set_defaults
-from airflow_k8s_ml.local_cluster.controllers.jobset.conditions import set_condition
-from airflow_k8s_ml.local_cluster.controllers.jobset.jobs import desired_jobs, headless_service
-from airflow_k8s_ml.local_cluster.controllers.jobset.sync import classify, decide
-from airflow_k8s_ml.local_cluster.meta import parse_time
+from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.admission import set_defaults
+from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.conditions import set_condition
+from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.jobs import desired_jobs, headless_service
+from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.sync import classify, decide
+from airflow_k8s_ml.testbed.local_cluster.meta import parse_time
 
 Obj = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -304,7 +304,7 @@ def test_in_order_startup_starts_one_replicated_job_at_a_time() -> None:
 
 
 def test_resume_brings_scheduling_changes_to_the_job() -> None:
-    from airflow_k8s_ml.local_cluster.controllers.jobset.jobs import resumed_pod_template
+    from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.jobs import resumed_pod_template
 
     js = jobset(("node", 1))
     rjob = js["spec"]["replicatedJobs"][0]

@@ -8,19 +8,23 @@ from pathlib import Path
 import pytest
 
 from airflow_k8s_ml.k8s import quantities
-from airflow_k8s_ml.local_cluster.kubelet import fit
-from airflow_k8s_ml.local_cluster.kubelet.defaults import apply_pod_defaults, default_pull_policy, qos_class
-from airflow_k8s_ml.local_cluster.kubelet.envvars import expand, field_value
-from airflow_k8s_ml.local_cluster.kubelet.logfile import parse_line, parse_rfc3339, rfc3339_nano
-from airflow_k8s_ml.local_cluster.kubelet.mounts import mount_table, rewriter
-from airflow_k8s_ml.local_cluster.kubelet.status import (
+from airflow_k8s_ml.testbed.local_cluster.kubelet import fit
+from airflow_k8s_ml.testbed.local_cluster.kubelet.defaults import (
+    apply_pod_defaults,
+    default_pull_policy,
+    qos_class,
+)
+from airflow_k8s_ml.testbed.local_cluster.kubelet.envvars import expand, field_value
+from airflow_k8s_ml.testbed.local_cluster.kubelet.logfile import parse_line, parse_rfc3339, rfc3339_nano
+from airflow_k8s_ml.testbed.local_cluster.kubelet.mounts import mount_table, rewriter
+from airflow_k8s_ml.testbed.local_cluster.kubelet.status import (
     ContainerState,
     go_duration,
     merge_conditions,
     pod_phase,
 )
-from airflow_k8s_ml.local_cluster.kubelet.validation import validate_pod, validate_update
-from airflow_k8s_ml.local_cluster.settings import NodeCapacity
+from airflow_k8s_ml.testbed.local_cluster.kubelet.validation import validate_pod, validate_update
+from airflow_k8s_ml.testbed.local_cluster.settings import NodeCapacity
 
 
 def _exited(name: str, code: int) -> ContainerState:
@@ -255,7 +259,7 @@ def test_cri_log_lines_round_trip() -> None:
 
 
 def test_pod_ips_are_distinct_and_not_reused_at_once() -> None:
-    from airflow_k8s_ml.local_cluster.kubelet.network import IpAllocator
+    from airflow_k8s_ml.testbed.local_cluster.kubelet.network import IpAllocator
 
     ips = IpAllocator(block=42)
     first, second = ips.allocate("a"), ips.allocate("b")

@@ -8,11 +8,11 @@ import socket
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.kubelet import listeners
-from airflow_k8s_ml.local_cluster.kubelet.hostpath import deny_host_path
-from airflow_k8s_ml.local_cluster.kubelet.identity import identity, verify_run_as_non_root
-from airflow_k8s_ml.local_cluster.kubelet.runtime import Credentials
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.kubelet import listeners
+from airflow_k8s_ml.testbed.local_cluster.kubelet.hostpath import deny_host_path
+from airflow_k8s_ml.testbed.local_cluster.kubelet.identity import identity, verify_run_as_non_root
+from airflow_k8s_ml.testbed.local_cluster.kubelet.runtime import Credentials
 
 META = {"name": "p", "namespace": "ns", "uid": "u-1"}
 WHERE = '(pod: "p_ns(u-1)", container: main)'

@@ -9,15 +9,23 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.__main__ import add_serve_arguments, options_from
-from airflow_k8s_ml.local_cluster.controllers.kueue.defaults import default_objects
-from airflow_k8s_ml.local_cluster.controllers.kueue.integrations import JOB, PYTORCHJOB, finished, pod_sets
-from airflow_k8s_ml.local_cluster.controllers.kueue.quota import assign_flavors, quantity_string
-from airflow_k8s_ml.local_cluster.controllers.kueue.scheduling import schedule
-from airflow_k8s_ml.local_cluster.controllers.kueue.webhook import default_cluster_queue, validate_local_queue
-from airflow_k8s_ml.local_cluster.controllers.kueue.workloads import workload_name
-from airflow_k8s_ml.local_cluster.errors import StatusError
-from airflow_k8s_ml.local_cluster.schema import schema_for, unknown_fields
+from airflow_k8s_ml.testbed.local_cluster.__main__ import add_serve_arguments, options_from
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.defaults import default_objects
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.integrations import (
+    JOB,
+    PYTORCHJOB,
+    finished,
+    pod_sets,
+)
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.quota import assign_flavors, quantity_string
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.scheduling import schedule
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.webhook import (
+    default_cluster_queue,
+    validate_local_queue,
+)
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.workloads import workload_name
+from airflow_k8s_ml.testbed.local_cluster.errors import StatusError
+from airflow_k8s_ml.testbed.local_cluster.schema import schema_for, unknown_fields
 
 Obj = dict[str, Any]
 GPU = "nvidia.com/gpu"

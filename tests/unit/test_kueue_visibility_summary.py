@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.kueue.visibility import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.kueue.visibility import (
     cluster_queue_summary,
     local_queue_summary,
     pending_workloads,

@@ -1,7 +1,7 @@
 """Layer rules for the local cluster and the shared core, read from the source (every import, also the
 lazy ones inside functions), so a wrong-way import fails here before review.
 
-- ``airflow_k8s_ml.local_cluster`` imports from ``airflow_k8s_ml`` only the shared core
+- ``airflow_k8s_ml.testbed.local_cluster`` imports from ``airflow_k8s_ml`` only the shared core
   (``airflow_k8s_ml.k8s``) and itself, and nothing of Airflow: it is a Kubernetes API server, usable
   without the provider.
 - ``airflow_k8s_ml.k8s`` imports the standard library, croniter and itself only: no I/O library, no
@@ -62,7 +62,7 @@ def _allowed_for_local_cluster(name: str) -> bool:
         return False
     if top != "airflow_k8s_ml":
         return True
-    return name.startswith(("airflow_k8s_ml.k8s", "airflow_k8s_ml.local_cluster"))
+    return name.startswith(("airflow_k8s_ml.k8s", "airflow_k8s_ml.testbed.local_cluster"))
 
 
 def _allowed_for_core(name: str) -> bool:
@@ -70,7 +70,7 @@ def _allowed_for_core(name: str) -> bool:
     return top in sys.stdlib_module_names or top == "croniter" or name.startswith("airflow_k8s_ml.k8s")
 
 
-@pytest.mark.parametrize("path", _sources("local_cluster"), ids=lambda p: str(p.relative_to(PACKAGE_ROOT)))
+@pytest.mark.parametrize("path", _sources("testbed/local_cluster"), ids=lambda p: str(p.relative_to(PACKAGE_ROOT)))
 def test_local_cluster_imports_only_the_core_and_itself(path: Path) -> None:
     wrong = [f"line {line}: {name}" for line, name in _imports(path) if not _allowed_for_local_cluster(name)]
     assert not wrong, f"{path.relative_to(PACKAGE_ROOT)} imports outside its layer: {wrong}"
@@ -84,7 +84,7 @@ def test_core_imports_only_stdlib_and_croniter(path: Path) -> None:
 
 def test_the_rules_see_relative_and_lazy_imports() -> None:
     """The walker itself: a lazy relative import reaching out of local_cluster is seen and resolved."""
-    source = "def f():\n    from ... import errors\n    from ...operators import training\n"
-    names = [name for _, name in _imports_in(source, "airflow_k8s_ml.local_cluster.controllers")]
+    source = "def f():\n    from .... import errors\n    from ....operators import training\n"
+    names = [name for _, name in _imports_in(source, "airflow_k8s_ml.testbed.local_cluster.controllers")]
     assert names == ["airflow_k8s_ml.errors", "airflow_k8s_ml.operators"]
     assert not any(_allowed_for_local_cluster(n) for n in names)

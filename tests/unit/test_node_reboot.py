@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from airflow_k8s_ml.local_cluster.kubelet.status import ContainerState
-from airflow_k8s_ml.local_cluster.node_reboot import after_reboot, resume_states
+from airflow_k8s_ml.testbed.local_cluster.kubelet.status import ContainerState
+from airflow_k8s_ml.testbed.local_cluster.node_reboot import after_reboot, resume_states
 
 
 def _pod(policy: str, phase: str = "Running", state: dict | None = None, restarts: int = 2) -> dict:

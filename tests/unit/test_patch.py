@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.patch import (
+from airflow_k8s_ml.testbed.local_cluster.patch import (
     APPLY_PATCH,
     JSON_PATCH,
     MERGE_PATCH,

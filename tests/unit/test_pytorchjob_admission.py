@@ -6,8 +6,8 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.pytorchjob.admission import (
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.pytorchjob.admission import (
     admit_pytorchjob,
     schema_errors,
     set_defaults,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.pytorchjob.conditions import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.pytorchjob.conditions import (
     FAILED,
     RESTARTING,
     RUNNING,

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.pytorchjob.admission import set_defaults
-from airflow_k8s_ml.local_cluster.controllers.pytorchjob.pods import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.pytorchjob.admission import set_defaults
+from airflow_k8s_ml.testbed.local_cluster.controllers.pytorchjob.pods import (
     build_pod,
     build_service,
     env_value,

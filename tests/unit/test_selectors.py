@@ -12,7 +12,7 @@ from airflow_k8s_ml.k8s.selectors import (
     label_selector_from_set,
     parse_label_selector,
 )
-from airflow_k8s_ml.local_cluster.selectors import (
+from airflow_k8s_ml.testbed.local_cluster.selectors import (
     FIELDS_BY_RESOURCE,
     FieldSelector,
     parse_field_selector,

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.journal import Journal
-from airflow_k8s_ml.local_cluster.resources import lookup
-from airflow_k8s_ml.local_cluster.store import Store
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.journal import Journal
+from airflow_k8s_ml.testbed.local_cluster.resources import lookup
+from airflow_k8s_ml.testbed.local_cluster.store import Store
 
 NAMESPACES = lookup("", "v1", "namespaces")
 CONFIGMAPS = lookup("", "v1", "configmaps")

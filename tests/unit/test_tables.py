@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from airflow_k8s_ml.local_cluster.tables import human_duration, to_table
+from airflow_k8s_ml.testbed.local_cluster.tables import human_duration, to_table
 
 
 def _names(table: dict) -> list[str]:

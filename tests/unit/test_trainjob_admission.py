@@ -7,11 +7,11 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster import errors
-from airflow_k8s_ml.local_cluster.controllers.jobset.admission import admit_jobset
-from airflow_k8s_ml.local_cluster.controllers.trainjob.admission import trainjob_admission
-from airflow_k8s_ml.local_cluster.controllers.trainjob.runtime_admission import runtime_admission
-from airflow_k8s_ml.local_cluster.controllers.trainjob.runtimes import torch_distributed
+from airflow_k8s_ml.testbed.local_cluster import errors
+from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.admission import admit_jobset
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.admission import trainjob_admission
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.runtime_admission import runtime_admission
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.runtimes import torch_distributed
 
 Obj = dict[str, Any]
 RUNTIMES = {("ClusterTrainingRuntime", "", "torch-distributed"): torch_distributed()}

@@ -7,13 +7,13 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.local_cluster.controllers.trainjob.render import (
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.render import (
     merge_resources,
     nproc_per_node,
     render_jobset,
     upsert_env,
 )
-from airflow_k8s_ml.local_cluster.controllers.trainjob.runtimes import TORCH_IMAGE, torch_distributed
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.runtimes import TORCH_IMAGE, torch_distributed
 
 Obj = dict[str, Any]
 INDEX_REF = {"fieldRef": {"fieldPath": "metadata.annotations['batch.kubernetes.io/job-completion-index']"}}

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from airflow_k8s_ml.local_cluster.controllers.trainjob import status as st
-from airflow_k8s_ml.local_cluster.kubelet.pod_dns import named_host, rewrite
-from airflow_k8s_ml.local_cluster.meta import parse_time, rfc3339
+from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob import status as st
+from airflow_k8s_ml.testbed.local_cluster.kubelet.pod_dns import named_host, rewrite
+from airflow_k8s_ml.testbed.local_cluster.meta import parse_time, rfc3339
 
 Obj = dict[str, Any]
 NOW = 1_700_000_000.0
@@ -101,8 +101,14 @@ def test_pod_dns_names_under_the_pods_subdomain() -> None:
 
 
 def test_managed_by_another_controller_is_left_alone() -> None:
-    from airflow_k8s_ml.local_cluster.controllers.jobset.api import managed_here as jobset_managed_here
-    from airflow_k8s_ml.local_cluster.controllers.trainjob.api import managed_here, registry_key, supported
+    from airflow_k8s_ml.testbed.local_cluster.controllers.jobset.api import (
+        managed_here as jobset_managed_here,
+    )
+    from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.api import (
+        managed_here,
+        registry_key,
+        supported,
+    )
 
     assert managed_here({"spec": {}})
     assert managed_here({"spec": {"managedBy": "trainer.kubeflow.org/trainjob-controller"}})
@@ -120,8 +126,8 @@ def test_managed_by_another_controller_is_left_alone() -> None:
 def test_runtime_snapshot_round_trip_and_checks() -> None:
     import pytest
 
-    from airflow_k8s_ml.local_cluster.controllers.trainjob.runtimes import torch_distributed
-    from airflow_k8s_ml.local_cluster.controllers.trainjob.snapshot import (
+    from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.runtimes import torch_distributed
+    from airflow_k8s_ml.testbed.local_cluster.controllers.trainjob.snapshot import (
         runtime_from_snapshot,
         snapshot_configmap,
     )

@@ -22,9 +22,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings
+    from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings
 
-REPO_ROOT = Path(__file__).resolve().parent.parent
+REPO_ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "nightly_finetune"
 NAMESPACE = "ml"
 BUCKET = "ml-models"
@@ -67,9 +67,9 @@ class ClusterShape:
 @contextmanager
 def embedded_services(state_dir: Path, shape: ClusterShape | None = None) -> Iterator[Services]:
     """Local cluster + local S3, both on loopback, both stopped on exit (their processes too)."""
-    from airflow_k8s_ml.local_cluster.cluster import ClusterThread
-    from airflow_k8s_ml.local_cluster.settings import ClusterSettings, NodeCapacity, QueueQuota
-    from airflow_k8s_ml.local_s3 import LocalS3
+    from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+    from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, NodeCapacity, QueueQuota
+    from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
     # Each demo starts from scratch: the cluster keeps its objects in its state dir across restarts, but
     # the demo's S3 lives in memory, so an earlier run's cluster state would point at data that is gone.
@@ -180,7 +180,7 @@ def seed(services: Services, log: Path) -> None:
 
 
 def stack_settings(home: Path, services: Services) -> StackSettings:
-    from airflow_k8s_ml.airflow_stack import StackSettings
+    from airflow_k8s_ml.testbed.airflow_stack import StackSettings
 
     return StackSettings(home=home, dags_folder=REPO_ROOT / "dags", env=connections(services))
 
@@ -224,8 +224,8 @@ def _interrupt(signum: int, frame: object) -> None:
 def main(output: Path) -> int:
     import signal
 
-    from airflow_k8s_ml import demo_report
-    from airflow_k8s_ml.airflow_stack import AirflowStack
+    from airflow_k8s_ml.testbed import demo_report
+    from airflow_k8s_ml.testbed.airflow_stack import AirflowStack
 
     # SIGTERM unwinds like Ctrl-C, so the context managers stop Airflow's process trees, every pod
     # process and the S3 server.

@@ -1,6 +1,6 @@
 """The demo's summary: what the nightly DAG run did, read back from Airflow's database, the cluster and S3.
 
-Separate from :mod:`airflow_k8s_ml.demo` (which orchestrates) so the report can be tested and reused:
+Separate from :mod:`airflow_k8s_ml.testbed.demo` (which orchestrates) so the report can be tested and reused:
 ``collect`` gathers facts, ``render`` formats them, ``draw_training_curve`` writes the PNG.
 """
 
@@ -12,11 +12,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.airflow_rest import RestError
 from airflow_k8s_ml.errors import K8sMLError
+from airflow_k8s_ml.testbed.airflow_rest import RestError
 
 if TYPE_CHECKING:
-    from airflow_k8s_ml.airflow_rest import AirflowRest
+    from airflow_k8s_ml.testbed.airflow_rest import AirflowRest
 
 
 def _epoch(stamp: str | None) -> float | None:
@@ -170,7 +170,7 @@ def _rollout_seconds(kubeconfig: Path, deploy: dict[str, Any]) -> float:
     (pods starting, model loading, readiness probes) - time the workload spends, not the orchestrator."""
     from kubernetes import client, config
 
-    from airflow_k8s_ml.local_cluster.meta import parse_time
+    from airflow_k8s_ml.testbed.local_cluster.meta import parse_time
 
     api = config.new_client_from_config(config_file=str(kubeconfig))
     try:

@@ -149,7 +149,7 @@ def start_background(options: ServeOptions, timeout: float = 30.0) -> Path:
     (options.state_dir / "kubeconfig").unlink(missing_ok=True)
     log = open(options.state_dir / "server.log", "ab")  # noqa: SIM115 - handed to the child
     child = subprocess.Popen(
-        [sys.executable, "-m", "airflow_k8s_ml.local_cluster", "serve", *options.argv()],
+        [sys.executable, "-m", "airflow_k8s_ml.testbed.local_cluster", "serve", *options.argv()],
         stdout=log,
         stderr=subprocess.STDOUT,
         stdin=subprocess.DEVNULL,

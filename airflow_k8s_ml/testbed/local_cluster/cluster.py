@@ -1,7 +1,7 @@
 """Wire the local cluster together: store, API server, controllers, credentials; run it in a thread.
 
 ``LocalCluster`` is the asyncio object (everything runs on one loop). ``ClusterThread`` runs it in a
-background thread for tests and embedding; ``python -m airflow_k8s_ml.local_cluster serve`` runs it in
+background thread for tests and embedding; ``python -m airflow_k8s_ml.testbed.local_cluster serve`` runs it in
 the foreground for ``airflow-k8s-ml local up``.
 """
 

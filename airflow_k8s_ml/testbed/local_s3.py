@@ -6,7 +6,7 @@ checkpoint code has one path for all three. Start it as a context manager::
     with LocalS3(buckets=["models"]) as s3:
         os.environ.update(s3.credentials.env())
 
-or in the foreground: ``python -m airflow_k8s_ml.local_s3 --port 9000 --bucket models``.
+or in the foreground: ``python -m airflow_k8s_ml.testbed.local_s3 --port 9000 --bucket models``.
 
 One gap in moto is patched here, minimally (see ``docs/checkpoints.md``): moto checks ``If-None-Match: *``
 and then writes, without holding a lock between the two, so two concurrent conditional PUTs can both succeed.
@@ -205,7 +205,9 @@ class LocalS3:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the endpoint in the foreground until SIGINT/SIGTERM; print how to reach it."""
-    parser = argparse.ArgumentParser(prog="python -m airflow_k8s_ml.local_s3", description=main.__doc__)
+    parser = argparse.ArgumentParser(
+        prog="python -m airflow_k8s_ml.testbed.local_s3", description=main.__doc__
+    )
     parser.add_argument("--host", default="127.0.0.1", help="interface to bind (default 127.0.0.1)")
     parser.add_argument("--port", type=int, default=0, help="port (default: a free one)")
     parser.add_argument("--bucket", action="append", default=[], help="bucket to create (repeatable)")

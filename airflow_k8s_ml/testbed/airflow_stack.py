@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from airflow_k8s_ml.airflow_rest import AirflowRest
+from airflow_k8s_ml.testbed.airflow_rest import AirflowRest
 
 __all__ = ["COMPONENTS", "AirflowStack", "StackSettings", "free_port", "kill_tree", "port_is_free"]
 

@@ -1,4 +1,5 @@
-"""``python -m airflow_k8s_ml.local_cluster serve [--state-dir D] [--port N] ...``: foreground server."""
+"""``python -m airflow_k8s_ml.testbed.local_cluster serve [--state-dir D] [--port N] ...``: the server,
+in the foreground."""
 
 from __future__ import annotations
 
@@ -56,7 +57,7 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(prog="python -m airflow_k8s_ml.local_cluster")
+    parser = argparse.ArgumentParser(prog="python -m airflow_k8s_ml.testbed.local_cluster")
     sub = parser.add_subparsers(dest="command", required=True)
     add_serve_arguments(sub.add_parser("serve", help="run the local cluster in the foreground"))
     args = parser.parse_args()

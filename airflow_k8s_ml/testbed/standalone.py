@@ -16,10 +16,10 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from airflow_k8s_ml import demo
+from airflow_k8s_ml.testbed import demo
 
 if TYPE_CHECKING:
-    from airflow_k8s_ml.airflow_stack import AirflowStack
+    from airflow_k8s_ml.testbed.airflow_stack import AirflowStack
 
 DEFAULT_HOME = Path.home() / ".airflow-k8s-ml" / "standalone"
 
@@ -45,7 +45,7 @@ def banner(stack: AirflowStack, services: demo.Services) -> str:
 
 
 def main(home: Path, port: int, dags_folder: Path | None = None) -> int:
-    from airflow_k8s_ml.airflow_stack import AirflowStack, StackSettings, port_is_free
+    from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings, port_is_free
 
     home = home.expanduser().resolve()
     if port and not port_is_free(port):

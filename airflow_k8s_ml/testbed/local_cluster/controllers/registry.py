@@ -35,7 +35,7 @@ CONTROLLER_PATHS: list[str] = [
 
 def _load(path: str) -> Callable[[LocalCluster], Controller]:
     module, _, cls = path.partition(":")
-    return getattr(importlib.import_module(f"airflow_k8s_ml.local_cluster.{module}"), cls)  # type: ignore[no-any-return]
+    return getattr(importlib.import_module(f"airflow_k8s_ml.testbed.local_cluster.{module}"), cls)  # type: ignore[no-any-return]
 
 
 def controllers() -> list[Callable[[LocalCluster], Controller]]:
