@@ -26,27 +26,21 @@ from .journal import Journal
 from .meta import new_uid
 from .metrics import Metrics
 from .node_reboot import reboot_node
-from .resources import ResourceType, lookup
+from .resources import NAMESPACES, ResourceType, lookup
+from .responses import json_response
 from .security import ensure_loopback, ensure_tls, kubeconfig, server_ssl_context, write_kubeconfig
-from .server import ApiServer, SubresourceHandler, json_response
+from .server import ApiServer
+from .services import AdminAction, Admission, Converter, SubresourceHandler
 from .settings import ClusterSettings
 from .store import Obj, Store
 
 log = logging.getLogger(__name__)
 
-# Admission: (object being written, previous object or None) -> object to store; raises StatusError (422).
-Admission = Callable[[Obj, Obj | None], Obj]
-# Version conversion for kinds served at several versions (HPA v1 <-> v2): (obj, target rt) -> obj.
-Converter = Callable[[Obj, ResourceType], Obj]
-
-
-def _rt(group: str, version: str, plural: str) -> ResourceType:
-    rt = lookup(group, version, plural)
-    assert rt is not None
-    return rt
-
 
 class LocalCluster:
+    """The cluster: builds the store, the API server and the controllers, and gives the controllers the
+    :class:`~.services.ClusterServices` they are written against."""
+
     def __init__(self, settings: ClusterSettings | None = None) -> None:
         self.settings = settings or ClusterSettings()
         ensure_loopback(self.settings.host)
@@ -72,7 +66,7 @@ class LocalCluster:
         self.admissions: dict[tuple[str, str], list[Admission]] = {}
         self.converters: dict[tuple[str, str], Converter] = {}
         self.subresources: dict[tuple[tuple[str, str], str], SubresourceHandler] = {}
-        self.admin_actions: dict[str, Callable[[dict[str, Any]], Any]] = {}
+        self.admin_actions: dict[str, AdminAction] = {}
         self.controllers: list[Controller] = []
         self.url = ""
         self.kubeconfig_path = self.settings.state_dir / "kubeconfig"
@@ -84,8 +78,14 @@ class LocalCluster:
     def register_admission(self, rt: ResourceType, fn: Admission) -> None:
         self.admissions.setdefault(rt.storage_key, []).append(fn)
 
+    def register_converter(self, rt: ResourceType, fn: Converter) -> None:
+        self.converters[rt.storage_key] = fn
+
     def register_subresource(self, rt: ResourceType, name: str, handler: SubresourceHandler) -> None:
         self.subresources[(rt.storage_key, name)] = handler
+
+    def register_admin_action(self, name: str, action: AdminAction) -> None:
+        self.admin_actions[name] = action
 
     def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:
         obj = self.to_storage(rt, obj)
@@ -119,6 +119,9 @@ class LocalCluster:
 
     def controller(self, name: str) -> Controller:
         return next(c for c in self.controllers if c.name == name)
+
+    def running_controller(self, name: str) -> Controller | None:
+        return next((c for c in self.controllers if c.name == name), None)
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:
@@ -177,11 +180,10 @@ class LocalCluster:
         self._lock.release()
 
     def _seed(self) -> None:
-        namespaces = _rt("", "v1", "namespaces")
         for name in ("default", "kube-system", "kube-public", "kube-node-lease"):
-            if self.store.find(namespaces, "", name) is None:
+            if self.store.find(NAMESPACES, "", name) is None:
                 self.store.create(
-                    namespaces,
+                    NAMESPACES,
                     {
                         "metadata": {"name": name, "labels": {"kubernetes.io/metadata.name": name}},
                         "spec": {"finalizers": ["kubernetes"]},

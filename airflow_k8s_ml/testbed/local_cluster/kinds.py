@@ -6,7 +6,7 @@ Upstream keeps such rules in each kind's registry strategy (``pkg/registry/core/
 Here the owner registers them at attach time (the kubelet for pods, the namespace lifecycle for namespaces),
 so :mod:`.store` and :mod:`.server` name no kind and a new kind brings its rules with its own module.
 Admission (defaults and validation on write) is registered the same way, with
-``LocalCluster.register_admission``.
+``ClusterServices.register_admission`` (:mod:`.services`).
 """
 
 from __future__ import annotations

@@ -210,6 +210,10 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
 )
 
+# The kind namespaced objects live in: the store refuses a namespaced object whose namespace does not exist
+# or is terminating, and deleting one empties it. The store learns it from here, not by name.
+NAMESPACES: ResourceType = next(rt for rt in RESOURCE_TYPES if rt.group == "" and rt.plural == "namespaces")
+
 # Preferred version per group, in the order /apis lists groups.
 PREFERRED_VERSIONS: dict[str, str] = {
     "batch": "v1",

@@ -11,12 +11,11 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
-import json
 import logging
 import secrets
 import weakref
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from aiohttp import web
 
@@ -32,20 +31,22 @@ from .decoding import (
     validation_mode,
     warning_headers,
 )
-from .meta import new_uid
+from .faults import Faults
+from .metrics import Metrics
 from .patch import apply_patch
 from .resources import ResourceType
+from .responses import JSON, json_response, status_response
 from .selectors import parse_field_selector, supported_fields
-from .store import Change, Obj
+from .services import SubresourceHandler
+from .settings import ClusterSettings
+from .store import Change, Obj, Store
 from .watch_encoding import EventCache, encode_event, write_chunked
 
-if TYPE_CHECKING:
-    from .cluster import LocalCluster
-
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
-SubresourceHandler = Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]
-
-JSON = "application/json"
+# What a request for one resource (collection or object) is handed to, chosen by method (see ``_verbs``).
+TargetHandler = Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]
+# What a path under a prefix (``/admin/``, ``/openapi/v3/``) is handed to, with the rest of the path.
+PrefixHandler = Callable[[web.Request, str], Awaitable[web.StreamResponse]]
 # The API server's limit on request bodies (apiserver config: 3 MiB, "to account for JSON being larger than
 # the protobuf stored in etcd"); larger bodies get 413 RequestEntityTooLarge.
 MAX_REQUEST_BYTES = 3 * 1024 * 1024
@@ -56,15 +57,6 @@ log = logging.getLogger(__name__)
 def _truthy(value: str | None) -> bool:
     # The Python clients send booleans as "True"/"False"; kubectl as "true"/"1".
     return (value or "").lower() in ("true", "1")
-
-
-def json_response(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
-    return web.Response(text=json.dumps(body), status=status, content_type=JSON, headers=headers)
-
-
-def status_response(err: errors.StatusError, headers: dict[str, str] | None = None) -> web.Response:
-    """The one way an error leaves the server: its Status body, code and headers."""
-    return json_response(err.status(), err.code, {**err.headers, **(headers or {})})
 
 
 def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
@@ -78,16 +70,54 @@ def status_success(rt: ResourceType, obj: Obj) -> dict[str, Any]:
     return {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details}
 
 
-class ApiServer:
-    """Routes and handlers. Kind-specific behaviour lives in the cluster's admission and subresource maps."""
+class ServedCluster(Protocol):
+    """What the server uses of the cluster it serves: the store, the admission chain (``admit``,
+    ``to_storage``, ``present``), the subresources the controllers registered, the admin endpoint, and
+    what the middlewares need (token, metrics, faults, settings)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    store: Store
+    token: str
+    settings: ClusterSettings
+    metrics: Metrics
+    faults: Faults
+    subresources: dict[tuple[tuple[str, str], str], SubresourceHandler]
+
+    def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj: ...
+
+    def to_storage(self, rt: ResourceType, obj: Obj) -> Obj: ...
+
+    def present(self, rt: ResourceType, obj: Obj) -> Obj: ...
+
+    async def admin(self, request: web.Request, action: str) -> web.StreamResponse: ...
+
+
+class ApiServer:
+    """Routes and handlers. Kind-specific behaviour lives in the cluster's admission and subresource maps.
+
+    Every route is in tables built here, once: the fixed paths, the path prefixes, and the verbs of a
+    resource by (method, whether the path names one object)."""
+
+    def __init__(self, cluster: ServedCluster) -> None:
         self.cluster = cluster
         self.store = cluster.store
         self.token = cluster.token
         self._seen_transports: weakref.WeakSet[Any] = weakref.WeakSet()
         self._watch_tasks: set[asyncio.Task[Any]] = set()
         self._events = EventCache()
+        self._fixed: dict[str, Handler] = self._fixed_routes()
+        self._prefixed: tuple[tuple[str, PrefixHandler], ...] = (
+            ("/openapi/v3/", self._openapi_doc),
+            ("/admin/", self.cluster.admin),
+        )
+        self._verbs: dict[tuple[str, bool], TargetHandler] = {
+            ("GET", False): self._list_or_watch,
+            ("POST", False): self.create,
+            ("DELETE", False): self.delete_collection,
+            ("GET", True): self._get,
+            ("PUT", True): self.replace,
+            ("PATCH", True): self.patch,
+            ("DELETE", True): self.delete,
+        }
 
     def app(self) -> web.Application:
         app = web.Application(
@@ -149,13 +179,12 @@ class ApiServer:
     # -- dispatch ----------------------------------------------------------------------------------
     async def dispatch(self, request: web.Request) -> web.StreamResponse:
         path = request.path.rstrip("/") if request.path != "/" else "/"
-        fixed = self._fixed_routes().get(path)
+        fixed = self._fixed.get(path)
         if fixed is not None:
             return await fixed(request)
-        if path.startswith("/openapi/v3/"):
-            return self._openapi_doc(path[len("/openapi/v3/") :])
-        if path.startswith("/admin/"):
-            return await self.cluster.admin(request, path[len("/admin/") :])
+        for prefix, handler in self._prefixed:
+            if path.startswith(prefix):
+                return await handler(request, path[len(prefix) :])
         target = routing.parse(request.path)
         if isinstance(target, routing.GroupVersion):
             doc = discovery.resource_list(target.group, target.version)
@@ -181,7 +210,7 @@ class ApiServer:
             "/metrics": lambda r: text(self.cluster.metrics.render()),
         }
 
-    def _openapi_doc(self, gv_path: str) -> web.Response:
+    async def _openapi_doc(self, request: web.Request, gv_path: str) -> web.Response:
         parts = gv_path.split("/")
         if parts[0] == "api" and len(parts) == 2:
             doc = discovery.openapi_document("", parts[1])
@@ -204,26 +233,18 @@ class ApiServer:
             return await handler(request, target)
         if target.rt.virtual:  # nothing stored: only its registered subresources exist
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
-        method = request.method
-        if target.name is None:
-            if method == "GET":
-                if _truthy(request.query.get("watch")):
-                    return await self.watch(request, target)
-                return self.list(request, target)
-            if method == "POST":
-                return await self.create(request, target)
-            if method == "DELETE":
-                return await self.delete_collection(request, target)
+        verb = self._verbs.get((request.method, target.name is not None))
+        if verb is None:
             raise errors.method_not_allowed()
-        if method == "GET":
-            return self.get(request, target)
-        if method == "PUT":
-            return await self.replace(request, target)
-        if method == "PATCH":
-            return await self.patch(request, target)
-        if method == "DELETE":
-            return await self.delete(request, target)
-        raise errors.method_not_allowed()
+        return await verb(request, target)
+
+    async def _list_or_watch(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
+        if _truthy(request.query.get("watch")):
+            return await self.watch(request, target)
+        return self.list(request, target)
+
+    async def _get(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
+        return self.get(request, target)
 
     # -- verbs -------------------------------------------------------------------------------------
     def get(self, request: web.Request, target: routing.Target) -> web.Response:
@@ -583,4 +604,4 @@ def _patch_sets_rv(raw: bytes, content_type: str) -> bool:
     return b'"resourceVersion"' in raw and "json-patch" not in content_type
 
 
-__all__ = ["ApiServer", "json_response", "new_uid"]
+__all__ = ["ApiServer", "ServedCluster"]

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any
 from . import errors
 from .kinds import DeleteRules
 from .meta import generate_name, new_uid, rfc3339
-from .resources import ResourceType
+from .resources import NAMESPACES, ResourceType
 
 if TYPE_CHECKING:
     from .journal import Journal
@@ -431,9 +431,9 @@ class Store:
             raise errors.bad_request(
                 "the namespace of the provided object does not match the namespace sent on the request"
             )
-        ns = self._objects.get(("", "namespaces"), {}).get(("", namespace))
+        ns = self._objects.get(NAMESPACES.storage_key, {}).get(("", namespace))
         if ns is None:
-            raise errors.not_found("", "namespaces", namespace)
+            raise errors.not_found(NAMESPACES.group, NAMESPACES.plural, namespace)
         if ns["metadata"].get("deletionTimestamp"):
             raise errors.StatusError(
                 403,
@@ -498,7 +498,7 @@ class Store:
     def _delete_namespace_contents(self, namespace: str) -> None:
         for storage_key, bucket in list(self._objects.items()):
             for key, obj in list(bucket.items()):
-                if key[0] == namespace and storage_key != ("", "namespaces"):
+                if key[0] == namespace and storage_key != NAMESPACES.storage_key:
                     # A copy: the stored version (in the history too) keeps its own resourceVersion.
                     last = {**obj, "metadata": {**obj["metadata"]}}
                     self._commit_key("DELETED", storage_key, key, last, obj)

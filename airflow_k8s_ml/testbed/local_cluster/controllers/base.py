@@ -1,6 +1,9 @@
 """A small reconcile loop shared by every controller: a de-duplicating work queue fed by store changes
 and by a periodic resync (time-based rules: deadlines, back-offs, TTLs, schedules).
 
+A controller sees the cluster only through :class:`~..services.ClusterServices` (store, events,
+settings, metrics, the API server's extension points), never the ``LocalCluster`` that wires it.
+
 Subclasses implement :meth:`keys_for` (which objects a change concerns) and :meth:`reconcile` (bring one
 object to its desired state). Reconciles run on the cluster's event loop, one at a time per controller,
 and a controller yields to the loop after each one, so API requests are served between reconciles.
@@ -17,7 +20,7 @@ from typing import TYPE_CHECKING
 from ..store import Change
 
 if TYPE_CHECKING:
-    from ..cluster import LocalCluster
+    from ..services import ClusterServices
 
 log = logging.getLogger(__name__)
 
@@ -27,7 +30,7 @@ ObjKey = tuple[str, str]  # (namespace, name) of the controller's primary kind
 class Controller:
     name = "controller"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         self.cluster = cluster
         self.store = cluster.store
         self.settings = cluster.settings

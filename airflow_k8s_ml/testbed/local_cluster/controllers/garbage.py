@@ -17,7 +17,7 @@ from ..store import FOREGROUND_FINALIZER, Change, Obj
 from .base import Controller, ObjKey
 
 if TYPE_CHECKING:
-    from ..cluster import LocalCluster
+    from ..services import ClusterServices
 
 _BY_STORAGE: dict[tuple[str, str], ResourceType] = {}
 for _rt in RESOURCE_TYPES:
@@ -27,7 +27,7 @@ for _rt in RESOURCE_TYPES:
 class GarbageCollector(Controller):
     name = "garbage-collector"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         # The dependency graph (upstream's GC keeps one too): owner uid -> {dependent uid: storage key}, so
         # a deletion does not walk every object of the cluster to find the dependents.

@@ -5,10 +5,9 @@ namespace is gone with its contents when DELETE answers)."""
 from __future__ import annotations
 
 from ..kinds import DeleteRule
-from ..resources import lookup
+from ..resources import NAMESPACES
 from .base import Controller
 
-NAMESPACES = lookup("", "v1", "namespaces")
 NAMESPACE_DELETE_RULE = DeleteRule(empties_namespace=True)
 
 
@@ -16,7 +15,6 @@ class NamespaceLifecycle(Controller):
     name = "namespace-lifecycle"
 
     def attach(self) -> None:
-        assert NAMESPACES is not None
         self.store.delete_rules.register(NAMESPACES.storage_key, NAMESPACE_DELETE_RULE)
 
     async def reconcile(self, key: tuple[str, str]) -> None:

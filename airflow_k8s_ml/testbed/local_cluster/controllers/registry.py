@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..cluster import LocalCluster
+    from ..services import ClusterServices
     from .base import Controller
 
 CONTROLLER_PATHS: list[str] = [
@@ -33,10 +33,10 @@ CONTROLLER_PATHS: list[str] = [
 ]
 
 
-def _load(path: str) -> Callable[[LocalCluster], Controller]:
+def _load(path: str) -> Callable[[ClusterServices], Controller]:
     module, _, cls = path.partition(":")
     return getattr(importlib.import_module(f"airflow_k8s_ml.testbed.local_cluster.{module}"), cls)  # type: ignore[no-any-return]
 
 
-def controllers() -> list[Callable[[LocalCluster], Controller]]:
+def controllers() -> list[Callable[[ClusterServices], Controller]]:
     return [_load(p) for p in CONTROLLER_PATHS]

@@ -19,7 +19,7 @@ from .fit import holds_resources
 from .volumes import claim_dir
 
 if TYPE_CHECKING:
-    from ..cluster import LocalCluster
+    from ..services import ClusterServices
 
 CLAIMS = lookup("", "v1", "persistentvolumeclaims")
 PODS = lookup("", "v1", "pods")
@@ -28,7 +28,7 @@ PODS = lookup("", "v1", "pods")
 class ClaimBinder(Controller):
     name = "persistentvolume-binder"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self._deleted: set[ObjKey] = set()
 

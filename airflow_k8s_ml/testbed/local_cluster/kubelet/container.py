@@ -14,17 +14,18 @@ import secrets
 import signal
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from ..settings import ClusterSettings
 from . import images
+from .containment import Containment
 from .envvars import ConfigError
+from .lifecycle import Launch, StopRequest
 from .logfile import LogSink, read_records
+from .logs import LogRegistry
 from .probes import ProbeLoop, Target, make_check
 from .runtime import ContainerProcess, StartError
 from .status import ContainerState, go_duration, pod_ref
-
-if TYPE_CHECKING:
-    from .worker import Launch, PodWorker
 
 Obj = dict[str, Any]
 _MESSAGE_LIMIT = 4096
@@ -37,8 +38,49 @@ def _open_instance_files(log: Path, termination: Path) -> LogSink:
     return LogSink(log)
 
 
+class ContainerNode(Protocol):
+    """What a container runner uses of the node: how processes are contained, where logs are found."""
+
+    logs: LogRegistry
+
+    @property
+    def containment(self) -> Containment: ...
+
+
+class RunningPod(Protocol):
+    """What a container runner uses of its pod's worker (:class:`~.worker.PodWorker` provides it): the
+    pod, its stop signals, its files and processes, the launch spec, events and status publishing."""
+
+    uid: str
+    pod: Obj
+    pod_ip: str
+    settings: ClusterSettings
+    stopping: StopRequest | None
+    stop_event: asyncio.Event
+    kill_now: asyncio.Event
+    processes: set[ContainerProcess]
+    retry_interval: float
+
+    @property
+    def kubelet(self) -> ContainerNode: ...
+
+    def event(self, type_: str, reason: str, message: str) -> None: ...
+
+    def publish(self) -> None: ...
+
+    def grace_period(self) -> int: ...
+
+    def launch_spec(self, container: Obj) -> Launch: ...
+
+    def log_path(self, container: str, container_id: str) -> Path: ...
+
+    def termination_file(self, container: str) -> Path: ...
+
+    async def foreign_listener(self, port: int) -> str | None: ...
+
+
 class ContainerRunner:
-    def __init__(self, worker: PodWorker, container: Obj, state: ContainerState, init: bool) -> None:
+    def __init__(self, worker: RunningPod, container: Obj, state: ContainerState, init: bool) -> None:
         self.w = worker
         self.c = container
         self.state = state

@@ -13,17 +13,16 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from aiohttp import web
 
 from .. import errors, routing
 from ..meta import rfc3339
-from ..server import json_response
+from ..resources import ResourceType
+from ..responses import json_response
+from ..store import Store
 from .fit import TERMINAL_PHASES
-
-if TYPE_CHECKING:
-    from .kubelet import Kubelet
 
 Obj = dict[str, Any]
 DEFAULT_PRESSURE_MESSAGE = "The node was low on resource: memory. "
@@ -47,12 +46,12 @@ def add_condition(pod: Obj, condition: Obj) -> None:
 
 
 def eviction_handler(
-    kubelet: Kubelet,
+    store: Store, pods: ResourceType
 ) -> Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]:
     async def handle(request: web.Request, target: routing.Target) -> web.StreamResponse:
         if request.method != "POST":
             raise errors.method_not_allowed()
-        rt, namespace, name = kubelet.pods_rt, target.namespace or "", target.name or ""
+        rt, namespace, name = pods, target.namespace or "", target.name or ""
         raw = await request.read()
         try:
             body = json.loads(raw) if raw.strip() else {}
@@ -61,10 +60,10 @@ def eviction_handler(
         body_name = (body.get("metadata") or {}).get("name")
         if body_name and body_name != name:
             raise errors.bad_request("name in URL does not match name in Eviction object")
-        pod = kubelet.store.get(rt, namespace, name)
+        pod = store.get(rt, namespace, name)
         options = body.get("deleteOptions") or {}
         if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
-            kubelet.store.mutate(
+            store.mutate(
                 rt,
                 namespace,
                 name,
@@ -72,7 +71,7 @@ def eviction_handler(
                     p, disruption_condition("EvictionByEvictionAPI", "Eviction API: evicting")
                 ),
             )
-        kubelet.store.delete(
+        store.delete(
             rt,
             namespace,
             name,

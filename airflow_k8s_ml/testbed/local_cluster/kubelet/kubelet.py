@@ -28,15 +28,16 @@ from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
 from .fit import TERMINAL_PHASES
 from .hostpath import deny_host_path
+from .lifecycle import StopRequest
 from .logs import LogRegistry, log_handler
 from .network import HOST_IP, IpAllocator, loopback_range_usable
 from .node import node_object, node_status
 from .unsupported import UNSUPPORTED, unsupported_handler
 from .volumes import pod_dir
-from .worker import PodWorker, StopRequest
+from .worker import PodWorker
 
 if TYPE_CHECKING:
-    from ..cluster import LocalCluster
+    from ..services import ClusterServices
 
 _REMOVED_GRACE = 1.0  # a pod already gone from the API gets a short grace, as upstream's minimum
 _SHUTDOWN_GRACE = 1.0  # cluster stop: SIGTERM, this long, then SIGKILL
@@ -51,7 +52,7 @@ def _rt(plural: str) -> ResourceType:
 class Kubelet(Controller):
     name = "kubelet"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self.pods_rt = _rt("pods")
         self.ips = IpAllocator(loopback_range_usable(), self.settings.pod_ip_block)
@@ -79,10 +80,12 @@ class Kubelet(Controller):
         self.cluster.register_subresource(
             self.pods_rt, "log", log_handler(self.store, self.logs, self.settings.state_dir)
         )
-        self.cluster.register_subresource(self.pods_rt, "eviction", eviction_handler(self))
+        self.cluster.register_subresource(
+            self.pods_rt, "eviction", eviction_handler(self.store, self.pods_rt)
+        )
         for name in UNSUPPORTED:
             self.cluster.register_subresource(self.pods_rt, name, unsupported_handler(name))
-        self.cluster.admin_actions["evict"] = self.evict
+        self.cluster.register_admin_action("evict", self.evict)
 
     async def start(self) -> None:
         self._register_node()

@@ -15,51 +15,64 @@ import os
 import signal
 import sys
 import time
-from dataclasses import dataclass
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from .. import errors
 from ..meta import rfc3339
 from ..node_reboot import resume_states
+from ..resources import ResourceType
+from ..services import ClusterServices
+from ..settings import ClusterSettings
+from ..store import Store
 from . import fit, images, listeners, pod_dns, volumes
 from .container import ContainerRunner
+from .containment import Containment
+from .devices import GpuAllocator
 from .envvars import ConfigError, CreateContainerError, Sources, expand, resolve
 from .identity import identity, verify_run_as_non_root
+from .lifecycle import Launch, StopRequest
 from .logfile import container_log_path
+from .logs import LogRegistry
 from .mounts import Mount, mount_table, rewriter
-from .network import HOST_IP, api_server_env, bind_shim_env
+from .network import HOST_IP, IpAllocator, api_server_env, bind_shim_env
 from .runtime import ContainerProcess, Credentials
 from .status import ContainerState, kubelet_conditions, merge_conditions, pod_phase
-
-if TYPE_CHECKING:
-    from .kubelet import Kubelet
 
 Obj = dict[str, Any]
 HOST_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH")  # host variables a process needs to run
 
 
-@dataclass
-class StopRequest:
-    """Why and how fast the pod's containers must stop. ``kind``: delete | evict | deadline | removed |
-    shutdown; ``reason``/``message`` become the pod's for evict and deadline."""
+class PodHost(Protocol):
+    """What a pod worker (and its container runners) use of the kubelet that runs it: the node's
+    allocators and logs, the store, and the lookups a pod's environment and volumes need. The kubelet
+    provides it; the worker never imports the kubelet."""
 
-    kind: str
-    grace: float
-    reason: str = ""
-    message: str = ""
+    settings: ClusterSettings
+    store: Store
+    pods_rt: ResourceType
+    ips: IpAllocator
+    gpus: GpuAllocator
+    logs: LogRegistry
 
+    @property
+    def cluster(self) -> ClusterServices: ...
 
-@dataclass(frozen=True)
-class Launch:
-    argv: list[str]
-    env: dict[str, str]
-    cwd: Path
-    credentials: Credentials | None = None
+    @property
+    def containment(self) -> Containment: ...
+
+    def lookup(self, plural: str, namespace: str, name: str) -> Obj | None: ...
+
+    def pod_ip_of(self, namespace: str) -> Callable[[str, str], str | None]: ...
+
+    def worker_done(self, worker: PodWorker) -> None:
+        """Called by a worker when it has stopped everything: release what the pod held."""
+        ...
 
 
 class PodWorker:
-    def __init__(self, kubelet: Kubelet, pod: Obj) -> None:
+    def __init__(self, kubelet: PodHost, pod: Obj) -> None:
         self.kubelet = kubelet
         self.settings = kubelet.settings
         self.pod = pod  # latest stored object; read-only (it is the store's own copy)

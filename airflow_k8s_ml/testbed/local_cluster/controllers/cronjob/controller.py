@@ -30,7 +30,7 @@ from .schedule import next_schedule_delay
 from .sync import SyncError, earliest_time, sync
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 log = logging.getLogger(__name__)
 
@@ -54,7 +54,7 @@ JOBS = _rt("batch", "v1", "jobs")
 class CronJobController(Controller):
     name = "cronjob-controller"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self._due: dict[ObjKey, float] = {}  # clock time of the next sync the last one asked for
         self._failures: dict[ObjKey, int] = {}

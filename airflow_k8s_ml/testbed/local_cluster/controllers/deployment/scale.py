@@ -18,11 +18,11 @@ from ... import errors, routing
 from ...decoding import check_fields, decode_body, validation_mode, warning_headers
 from ...patch import apply_patch
 from ...resources import ResourceType
-from ...server import json_response
+from ...responses import json_response
 from ...store import Obj
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 
 def selector_string(obj: Obj) -> str:
@@ -78,7 +78,7 @@ def validate_scale(scale: Obj, name: str) -> int:
 
 
 def set_replicas(
-    cluster: LocalCluster,
+    cluster: ClusterServices,
     rt: ResourceType,
     namespace: str,
     name: str,
@@ -97,7 +97,7 @@ def set_replicas(
     return cluster.store.update(rt, admitted)
 
 
-def register_scale(cluster: LocalCluster, rt: ResourceType) -> None:
+def register_scale(cluster: ClusterServices, rt: ResourceType) -> None:
     """Serve ``<plural>/{name}/scale`` for ``rt`` (GET, PUT, PATCH)."""
 
     async def handle(request: web.Request, target: routing.Target) -> web.StreamResponse:

@@ -29,7 +29,7 @@ from .metrics import MetricError, MetricsSource, PodCounts, propose
 from .scaling import History, normalize_legacy, normalize_with_behavior, record_scale_event, set_condition
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 COMPONENT = "horizontal-pod-autoscaler"
 
@@ -65,7 +65,7 @@ class HPAController(Controller):
     name = "horizontal-pod-autoscaler"
     sync_period = 15.0  # --horizontal-pod-autoscaler-sync-period
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self.metrics = MetricsSource()
         self._histories: dict[ObjKey, tuple[str, History]] = {}
@@ -73,8 +73,8 @@ class HPAController(Controller):
 
     def attach(self) -> None:
         self.cluster.register_admission(HPAS, admit_hpa)
-        self.cluster.converters[HPAS.storage_key] = convert
-        self.cluster.admin_actions["metrics"] = self.set_metrics
+        self.cluster.register_converter(HPAS, convert)
+        self.cluster.register_admin_action("metrics", self.set_metrics)
 
     def set_metrics(self, body: dict[str, Any]) -> Obj:
         """Admin action ``metrics``: store the value, then sync the HPAs it concerns right away."""

@@ -26,7 +26,7 @@ from .pods import TRACKING_FINALIZER, has_tracking_finalizer, new_pod
 from .sync import sync_job
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +49,7 @@ PODS = _rt("", "v1", "pods")
 class JobController(Controller):
     name = "job-controller"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         # Per Job key: (uid, record); like upstream's backoffStore, dropped when the Job finishes or goes.
         self._backoffs: dict[ObjKey, tuple[str, BackoffRecord]] = {}

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 
 from ... import errors, routing
-from ...server import json_response
+from ...responses import json_response
 from .api import (
     CLUSTER_QUEUES,
     DEFAULT_PENDING_LIMIT,
@@ -33,7 +33,7 @@ from .scheduling import queue_order
 from .workloads import has_reservation, is_live, priority
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 Obj = dict[str, Any]
 
@@ -132,7 +132,7 @@ def _int_option(request: web.Request, name: str, default: int) -> int:
     return value
 
 
-def register_visibility(cluster: LocalCluster) -> None:
+def register_visibility(cluster: ClusterServices) -> None:
     """Serve both ``pendingworkloads`` subresources (GET only) from the store's queues and Workloads."""
     store = cluster.store
 

@@ -30,7 +30,7 @@ from .api import API_VERSION, CONTROLLER_NAME, KIND
 from .sync import sync_pytorchjob, time_rule_due
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 log = logging.getLogger(__name__)
 
@@ -58,7 +58,7 @@ def _owning_job(obj: Obj) -> str | None:
 class PyTorchJobController(Controller):
     name = CONTROLLER_NAME
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self._seen: dict[ObjKey, tuple[Any, ...]] = {}  # inputs of each job's last reconcile
         self._reserved: set[str] = set()  # pod uids holding an IP reserved before their pod ran
@@ -194,8 +194,8 @@ class PyTorchJobController(Controller):
         if not any(getattr(w, "uid", None) == pod_uid for w in workers.values()):
             self.release_pod_ip(pod_uid)
 
-    def _kubelet(self) -> Controller | None:
-        return next((c for c in self.cluster.controllers if c.name == "kubelet"), None)
+    def _kubelet(self) -> object | None:
+        return self.cluster.running_controller("kubelet")
 
     def _ip_allocator(self) -> Any:
         return getattr(self._kubelet(), "ips", None)

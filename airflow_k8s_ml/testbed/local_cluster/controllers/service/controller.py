@@ -25,7 +25,7 @@ from .endpointslices import MANAGED_BY, MANAGED_BY_LABEL, SERVICE_NAME_LABEL, pl
 from .proxy import ProxyHandlers
 
 if TYPE_CHECKING:
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
@@ -43,7 +43,7 @@ ENDPOINT_SLICES = lookup("discovery.k8s.io", "v1", "endpointslices")
 class ServiceController(Controller):
     name = "endpoint-controller"
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self.proxy = ProxyHandlers(cluster)
 

@@ -25,7 +25,7 @@ from ...resources import lookup
 if TYPE_CHECKING:
     import aiohttp
 
-    from ...cluster import LocalCluster
+    from ...services import ClusterServices
 
 Obj = dict[str, Any]
 
@@ -82,7 +82,7 @@ def raw_subpath(raw_path: str) -> str:
 class ProxyHandlers:
     """Holds the round-robin cursors and one client session (created on first use, closed on stop)."""
 
-    def __init__(self, cluster: LocalCluster) -> None:
+    def __init__(self, cluster: ClusterServices) -> None:
         self.cluster = cluster
         self._cursors: dict[tuple[str, str, str], itertools.count[int]] = {}
         self._session: aiohttp.ClientSession | None = None
