@@ -23,19 +23,17 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.k8s.record import Record
-
-if TYPE_CHECKING:
-    from airflow_k8s_ml.status.clock import PhaseClock
 
 __all__ = [
     "DEADLINE_NAMES",
     "PHASE_BUDGETS",
     "Deadlines",
     "Expiry",
+    "PhaseTimes",
     "format_limit",
     "to_timedelta",
 ]
@@ -59,6 +57,21 @@ _LEGACY_KEYS: Mapping[str, str] = {
 }
 
 Limit = timedelta | datetime
+
+
+class PhaseTimes(Protocol):
+    """When the current deadline phase began and when the first pod ran: what a budget counts from.
+
+    A protocol rather than :class:`airflow_k8s_ml.status.clock.PhaseClock` itself, because ``status`` (the
+    wait decision) imports this module: the budgets read the clock's three times without importing it.
+    """
+
+    @property
+    def phase(self) -> str | None: ...
+    @property
+    def since(self) -> float: ...
+    @property
+    def running_since(self) -> float | None: ...
 
 
 def to_timedelta(value: object, field: str) -> timedelta | None:
@@ -196,7 +209,7 @@ class Deadlines(Record):
             return self.deadline.timestamp()
         return started_at + self.deadline.total_seconds() if self.deadline is not None else None
 
-    def _running(self, started_at: float, clock: PhaseClock) -> list[tuple[float, str, Limit]]:
+    def _running(self, started_at: float, clock: PhaseTimes) -> list[tuple[float, str, Limit]]:
         """(expires at, name, limit) of every budget that is being spent now."""
         out: list[tuple[float, str, Limit]] = []
         at = self.deadline_at(started_at)
@@ -213,7 +226,7 @@ class Deadlines(Record):
             out.append((run_start + self.run_timeout.total_seconds(), "run_timeout", self.run_timeout))
         return out
 
-    def expired(self, *, now: float, started_at: float, clock: PhaseClock) -> Expiry | None:
+    def expired(self, *, now: float, started_at: float, clock: PhaseTimes) -> Expiry | None:
         """The budget that ran out first by ``now``, or None. Its message ``<name> <limit> exceeded`` gets
         the phase's reason appended by the caller that knows it (:func:`~.clock.phase_reason`)."""
         expired = [item for item in self._running(started_at, clock) if item[0] <= now]
@@ -222,7 +235,7 @@ class Deadlines(Record):
         _, name, limit = min(expired, key=lambda item: item[0])
         return Expiry(name, limit, f"{name} {format_limit(limit)} exceeded")
 
-    def next_expiry_at(self, *, started_at: float, clock: PhaseClock) -> float | None:
+    def next_expiry_at(self, *, started_at: float, clock: PhaseTimes) -> float | None:
         """When the next budget being spent runs out (epoch seconds): the waiter's timer."""
         running = self._running(started_at, clock)
         return min(item[0] for item in running) if running else None
