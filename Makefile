@@ -43,7 +43,9 @@ test: $(STAMP)
 test-all: $(STAMP)
 	$(PY) -m pytest -q tests
 
-# ruff, and the layer contracts of .importlinter (pure layers, local cluster, kube, sensors)
+# ruff, and the import contracts of .importlinter: the provider's layers (sensors > operators|ui > triggers >
+# kube|checkpoints > manifests|status > deadlines > k8s), no I/O in the pure layers, kube builds no objects,
+# sensors use no private operator module, the provider never imports the test bed, the local cluster only the core
 lint: $(STAMP)
 	$(VENV)/bin/ruff check airflow_k8s_ml dags tests bench
 	$(VENV)/bin/lint-imports --no-cache

@@ -14,28 +14,25 @@ argument, payload key, expiry, log line, error message, docs:
 | ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
 
 Standard library only; every function takes the times it needs (tests move time by passing numbers).
-Outside :mod:`airflow_k8s_ml.status` (which uses it) and made of named tuples rather than dataclasses on
-purpose: it is imported when a DAG file is parsed (the parse-time check of the arguments), where neither the
-classifiers nor a frozen dataclass (six times a named tuple's cost to define) are wanted.
+Outside :mod:`airflow_k8s_ml.status` (which imports it, never the other way) on purpose: it is imported when
+a DAG file is parsed (the parse-time check of the arguments), where the classifiers are not wanted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from airflow_k8s_ml.errors import ValidationError
-from airflow_k8s_ml.k8s.record import Record
-
-if TYPE_CHECKING:
-    from airflow_k8s_ml.status.clock import PhaseClock
 
 __all__ = [
     "DEADLINE_NAMES",
     "PHASE_BUDGETS",
     "Deadlines",
     "Expiry",
+    "PhaseTimes",
     "format_limit",
     "to_timedelta",
 ]
@@ -59,6 +56,21 @@ _LEGACY_KEYS: Mapping[str, str] = {
 }
 
 Limit = timedelta | datetime
+
+
+class PhaseTimes(Protocol):
+    """When the current deadline phase began and when the first pod ran: what a budget counts from.
+
+    A protocol rather than :class:`airflow_k8s_ml.status.clock.PhaseClock` itself, because ``status`` (the
+    wait decision) imports this module: the budgets read the clock's three times without importing it.
+    """
+
+    @property
+    def phase(self) -> str | None: ...
+    @property
+    def since(self) -> float: ...
+    @property
+    def running_since(self) -> float | None: ...
 
 
 def to_timedelta(value: object, field: str) -> timedelta | None:
@@ -129,7 +141,8 @@ def format_limit(limit: Limit) -> str:
     return "".join(parts) or "0s"
 
 
-class Expiry(Record):
+@dataclass(frozen=True, slots=True)
+class Expiry:
     """A budget that ran out: ``name`` is one of :data:`DEADLINE_NAMES`; the message to fail with."""
 
     name: str
@@ -137,7 +150,8 @@ class Expiry(Record):
     message: str
 
 
-class Deadlines(Record):
+@dataclass(frozen=True, slots=True)
+class Deadlines:
     """The budgets of one wait (None: no limit), typed; build it with :meth:`parse` from raw arguments."""
 
     admission_timeout: timedelta | None = None
@@ -163,7 +177,7 @@ class Deadlines(Record):
         )
 
     def is_empty(self) -> bool:
-        return all(value is None for value in self)
+        return all(getattr(self, name) is None for name in DEADLINE_NAMES)
 
     def to_payload(self) -> dict[str, float | str | None]:
         """JSON-safe (trigger kwargs): durations in seconds, an absolute ``deadline`` in ISO 8601."""
@@ -196,7 +210,7 @@ class Deadlines(Record):
             return self.deadline.timestamp()
         return started_at + self.deadline.total_seconds() if self.deadline is not None else None
 
-    def _running(self, started_at: float, clock: PhaseClock) -> list[tuple[float, str, Limit]]:
+    def _running(self, started_at: float, clock: PhaseTimes) -> list[tuple[float, str, Limit]]:
         """(expires at, name, limit) of every budget that is being spent now."""
         out: list[tuple[float, str, Limit]] = []
         at = self.deadline_at(started_at)
@@ -213,7 +227,7 @@ class Deadlines(Record):
             out.append((run_start + self.run_timeout.total_seconds(), "run_timeout", self.run_timeout))
         return out
 
-    def expired(self, *, now: float, started_at: float, clock: PhaseClock) -> Expiry | None:
+    def expired(self, *, now: float, started_at: float, clock: PhaseTimes) -> Expiry | None:
         """The budget that ran out first by ``now``, or None. Its message ``<name> <limit> exceeded`` gets
         the phase's reason appended by the caller that knows it (:func:`~.clock.phase_reason`)."""
         expired = [item for item in self._running(started_at, clock) if item[0] <= now]
@@ -222,7 +236,7 @@ class Deadlines(Record):
         _, name, limit = min(expired, key=lambda item: item[0])
         return Expiry(name, limit, f"{name} {format_limit(limit)} exceeded")
 
-    def next_expiry_at(self, *, started_at: float, clock: PhaseClock) -> float | None:
+    def next_expiry_at(self, *, started_at: float, clock: PhaseTimes) -> float | None:
         """When the next budget being spent runs out (epoch seconds): the waiter's timer."""
         running = self._running(started_at, clock)
         return min(item[0] for item in running) if running else None

@@ -10,12 +10,13 @@ Pure, stdlib only (a module of the shared core): imported on every DAG parse thr
 
 from __future__ import annotations
 
-from airflow_k8s_ml.k8s.record import Record
+from dataclasses import dataclass
 
 __all__ = ["WORKLOAD_KINDS", "KindFacts", "kind_facts"]
 
 
-class KindFacts(Record):
+@dataclass(frozen=True, slots=True)
+class KindFacts:
     """What Kubernetes and we know about one workload kind.
 
     :param kind: / ``group`` / ``version`` / ``plural``: its REST resource.

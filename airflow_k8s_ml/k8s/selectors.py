@@ -115,7 +115,7 @@ def _parse_int64(text: str) -> int | None:
     return number if -(2**63) <= number < 2**63 else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Requirement:
     """One ANDed term of a label selector: ``key <operator> values``.
 
@@ -198,7 +198,7 @@ def _new_requirement(key: str, op: Operator, values: Sequence[str], validate_key
     return Requirement(key, op, canonical)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class LabelSelector:
     """An AND of :class:`Requirement` s. No requirements selects everything.
 

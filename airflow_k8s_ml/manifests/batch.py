@@ -45,7 +45,7 @@ BATCH_CONTAINER = "main"
 _INT32_MAX = 2**31 - 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class BatchInferenceSpec:
     """Batch prediction over ``input_uri`` into ``output_uri`` with the model at ``model_uri``.
 

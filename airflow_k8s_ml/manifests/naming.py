@@ -94,7 +94,7 @@ MANAGED_BY = "airflow-k8s-ml"
 UNMAPPED = "none"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RunKey:
     """The Airflow task instance (plus attempt) a workload belongs to.
 

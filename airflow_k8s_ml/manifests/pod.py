@@ -92,7 +92,7 @@ SPOT_NODE_LABELS: Mapping[str, tuple[str, str]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Toleration:
     """A pod toleration; ``Toleration.coerce`` also accepts the Kubernetes dict form."""
 
@@ -147,7 +147,7 @@ def gpu_toleration(resource: str = GPU_RESOURCE) -> Toleration:
 # --- volumes ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Volume:
     """A volume and its mount in the main container; one source: pvc, empty_dir, config_map or secret."""
 
@@ -197,7 +197,7 @@ class Volume:
 # --- the pod template ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PodTemplate:
     """Everything about the pod that is not specific to one workload kind.
 

@@ -68,7 +68,7 @@ INFERENCE_CONTAINER = "server"
 STARTUP_PROBE_PERIOD = 1
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Autoscaling:
     """autoscaling/v2 HPA: CPU utilisation (percent of the CPU *request*) and/or one custom metric.
 
@@ -111,7 +111,7 @@ class Autoscaling:
         return out
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IngressPolicy:
     """Allow ingress to the model server's port only from these sources (any of them); deny the rest.
 
@@ -138,7 +138,7 @@ class IngressPolicy:
         return peers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class InferenceSpec:
     """A model server.
 

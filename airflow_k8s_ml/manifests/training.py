@@ -47,7 +47,7 @@ def _check_pod(pod: Any, name: str) -> PodTemplate:
     return pod
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class FineTuneJobSpec:
     """A single-pod (or ``parallelism``-pod) fine-tune run as a batch/v1 Job.
 
@@ -122,7 +122,7 @@ def build_job(
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": body}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PyTorchJobSpec:
     """A distributed run as a kubeflow.org/v1 PyTorchJob: one Master plus ``workers`` Workers.
 

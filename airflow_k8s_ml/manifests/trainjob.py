@@ -69,7 +69,7 @@ _TRAINER_KEYS = frozenset({"image", "command", "args", "env"})
 _CONTAINER_PATCH_KEYS = frozenset({"volumeMounts", "securityContext"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class TrainJobSpec:
     """A distributed run as a TrainJob: ``num_nodes`` trainer nodes of the ``trainer`` pod, on a runtime.
 

@@ -25,6 +25,7 @@ from airflow_k8s_ml.manifests.naming import ATTEMPT_LABEL
 from airflow_k8s_ml.operators.annotations import RESUMED_FROM_ANNOTATION
 from airflow_k8s_ml.operators.record import WorkloadRecord
 from airflow_k8s_ml.status import WorkloadState, classify
+from airflow_k8s_ml.task_state_keys import STATE_KEY
 
 __all__ = [
     "RESUMED_FROM_ANNOTATION",
@@ -38,9 +39,6 @@ __all__ = [
     "decide",
     "observe",
 ]
-
-#: The ``task_state_store`` key. Renaming it breaks in-flight retries of deployed DAGs (old key stored).
-STATE_KEY = "airflow_k8s_ml.workload"
 
 
 @dataclass(frozen=True)

@@ -79,7 +79,7 @@ class ApprovedCheckpointLink(BaseOperatorLink):
         approved = _result(ti_key)
         if not isinstance(approved, Mapping) or not approved.get("uri"):
             return ""
-        from airflow_k8s_ml.ui.plugin import checkpoint_path
+        from airflow_k8s_ml.plugin_paths import checkpoint_path
 
         return checkpoint_path(ti_key.dag_id, ti_key.run_id, ti_key.task_id, ti_key.map_index)
 

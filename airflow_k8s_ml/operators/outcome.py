@@ -13,11 +13,9 @@ from datetime import datetime
 from typing import Any
 
 from airflow_k8s_ml.status import WorkloadState
+from airflow_k8s_ml.task_state_keys import OUTCOME_KEY
 
 __all__ = ["OUTCOME_KEY", "event_report", "outcome_record", "result_payload"]
-
-#: The ``task_state_store`` key of a failed attempt's outcome (read by the UI's Training tab).
-OUTCOME_KEY = "airflow_k8s_ml.outcome"
 
 
 def _parse_time(value: Any) -> datetime | None:

@@ -20,7 +20,7 @@ from airflow_k8s_ml.status.state import WorkloadState
 __all__ = ["PhaseClock", "phase_hints", "phase_reason"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PhaseClock:
     """The current phase (None before the first look), since when, and when the first pod ran."""
 

@@ -59,7 +59,7 @@ KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
 POSITION_REFRESH = 30.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class QueueState:
     """Where a queued job stands. ``reason``/``message``: of the condition that explains the state
     (Evicted while evicted, else Admitted when admitted, else QuotaReserved); ``admitted_at``: the
@@ -178,7 +178,7 @@ def workload_for(workloads: Iterable[Mapping[str, Any]], job_uid: str) -> Mappin
     return max(mine, key=lambda w: _text((w.get("metadata") or {}).get("creationTimestamp")))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PositionAsked:
     """One ask of the visibility API: the Workload's resourceVersion then, when, and the LocalQueue asked."""
 

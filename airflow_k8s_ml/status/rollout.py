@@ -28,7 +28,7 @@ REVISION_ANNOTATION = "deployment.kubernetes.io/revision"
 TIMED_OUT_REASON = "ProgressDeadlineExceeded"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RolloutStatus:
     """``done``: rolled out; ``failed``: kubectl would exit with an error; else still waiting."""
 

@@ -20,7 +20,7 @@ from airflow_k8s_ml.status.rollout import deployment_revision, rollout_status
 __all__ = ["RolloutProgress", "progress_line", "rollout_progress"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RolloutProgress:
     """The counts a rollout moves through (``status`` of the Deployment) and the revision rolling out."""
 

@@ -22,7 +22,7 @@ FAILED: Phase = "failed"
 PHASES: tuple[Phase, ...] = (PENDING, RUNNING, SUCCEEDED, FAILED)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class WorkloadState:
     """Phase plus a machine-readable ``reason`` (e.g. ``BackoffLimitExceeded``) and a human ``message``.
 

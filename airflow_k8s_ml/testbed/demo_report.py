@@ -232,7 +232,7 @@ def collect(rest: AirflowRest, dag_id: str, run_id: str, services: Any) -> dict[
     )
     training = xcoms.get(training_task) if training_task else None
     if training_task:
-        from airflow_k8s_ml.ui.plugin import training_path
+        from airflow_k8s_ml.plugin_paths import training_path
 
         summary["training_tab"] = training_path(dag_id, run_id, training_task, root=rest.base_url)
     gate = xcoms.get("checkpoint_gate")

@@ -4,9 +4,9 @@ Everything the Training tab says comes from rows Airflow already keeps; nothing 
 
 * ``task_instance``  - state, try number, start/end, the operator's class, the trigger it waits on;
 * ``task_state_store`` - the workload record the training operators write before deferring
-  (:data:`~airflow_k8s_ml.operators._adopt.STATE_KEY`: kind, name, namespace, uid, attempt, submission time,
+  (:data:`~airflow_k8s_ml.task_state_keys.STATE_KEY`: kind, name, namespace, uid, attempt, submission time,
   resume point, and the result once succeeded) and the outcome of a failed attempt
-  (:data:`~airflow_k8s_ml.operators.outcome.OUTCOME_KEY`);
+  (:data:`~airflow_k8s_ml.task_state_keys.OUTCOME_KEY`);
 * ``xcom`` ``return_value`` - the operator's result (a succeeded workload's final state);
 * ``rendered_task_instance_fields`` - the rendered ``checkpoint_uri`` and ``aws_conn_id`` (so the tab reads
   the checkpoints through the same connection the task uses);
@@ -23,8 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.operators._adopt import STATE_KEY
-from airflow_k8s_ml.operators.outcome import OUTCOME_KEY
+from airflow_k8s_ml.task_state_keys import OUTCOME_KEY, STATE_KEY
 
 if TYPE_CHECKING:
     from sqlalchemy.orm import Session

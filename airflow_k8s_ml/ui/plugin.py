@@ -12,7 +12,8 @@ imported far from the api-server. The FastAPI app (FastAPI itself costs ~0.6 s t
 The tab's URL uses the placeholders the UI fills for ``destination="task_instance"`` views
 (``{DAG_ID}``, ``{RUN_ID}``, ``{TASK_ID}``, ``{MAP_INDEX}``, URL-encoded); the UI shows it in an iframe
 sandboxed to ``allow-forms``, so the page is static HTML with inline SVG. It appears on every task instance;
-the page of a task that is not a training task says so.
+the page of a task that is not a training task says so. The pages' paths are in
+:mod:`airflow_k8s_ml.plugin_paths` (the operators' extra links point at them too).
 """
 
 from __future__ import annotations
@@ -22,42 +23,12 @@ from typing import Any
 
 from airflow.plugins_manager import AirflowPlugin
 
-__all__ = ["NAME", "TAB_PATH", "URL_PREFIX", "AirflowK8sMLPlugin", "checkpoint_path", "training_path"]
+from airflow_k8s_ml.plugin_paths import TAB_PATH, URL_PREFIX, api_root
+
+__all__ = ["NAME", "AirflowK8sMLPlugin"]
 
 NAME = "airflow_k8s_ml"
-#: Where the api-server mounts the plugin's app (not one of Airflow's reserved prefixes).
-URL_PREFIX = "/airflow-k8s-ml"
-TAB_PATH = "/training"
 _TAB_QUERY = "dag_id={DAG_ID}&run_id={RUN_ID}&task_id={TASK_ID}&map_index={MAP_INDEX}"
-
-
-def _root() -> str:
-    """The api-server's root path (``[api] base_url``'s path, "" at the root), so links survive a prefix."""
-    from urllib.parse import urlsplit
-
-    from airflow.configuration import conf
-
-    return urlsplit(conf.get("api", "base_url", fallback="") or "").path.rstrip("/")
-
-
-def training_path(
-    dag_id: str, run_id: str, task_id: str, map_index: int = -1, *, root: str | None = None
-) -> str:
-    """The Training tab's page of one task instance (URL-quoted): under ``root`` (an api-server URL) when
-    given, else relative to the api-server's host (``[api] base_url``'s path)."""
-    from urllib.parse import urlencode
-
-    query = urlencode({"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index})
-    prefix = _root() if root is None else root.rstrip("/")
-    return f"{prefix}{URL_PREFIX}{TAB_PATH}?{query}"
-
-
-def checkpoint_path(dag_id: str, run_id: str, task_id: str, map_index: int = -1) -> str:
-    """The approved-checkpoint page of a CheckpointCheckOperator task instance."""
-    from urllib.parse import urlencode
-
-    query = urlencode({"dag_id": dag_id, "run_id": run_id, "task_id": task_id, "map_index": map_index})
-    return f"{_root()}{URL_PREFIX}/checkpoint?{query}"
 
 
 class _BuiltOnce:
@@ -89,7 +60,7 @@ def _external_views() -> list[dict[str, Any]]:
     return [
         {
             "name": "Training",
-            "href": f"{_root()}{URL_PREFIX}{TAB_PATH}?{_TAB_QUERY}",
+            "href": f"{api_root()}{URL_PREFIX}{TAB_PATH}?{_TAB_QUERY}",
             "destination": "task_instance",
             "url_route": "airflow-k8s-ml-training",
             "category": "airflow-k8s-ml",

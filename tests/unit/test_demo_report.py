@@ -44,8 +44,8 @@ def test_still_deferred_at_the_end_counts_until_the_end() -> None:
 
 
 def test_the_summary_names_the_training_tab() -> None:
+    from airflow_k8s_ml.plugin_paths import training_path
     from airflow_k8s_ml.testbed.demo_report import render
-    from airflow_k8s_ml.ui.plugin import training_path
 
     url = training_path(
         "nightly_finetune",

@@ -12,7 +12,7 @@ from airflow_k8s_ml.operators.links import (
     dashboard_url,
     service_url,
 )
-from airflow_k8s_ml.ui.plugin import checkpoint_path
+from airflow_k8s_ml.plugin_paths import checkpoint_path
 
 WORKLOAD = {"kind": "PyTorchJob", "name": "nightly-ft-1a2b-1", "namespace": "ml team", "uid": "u/1"}
 
