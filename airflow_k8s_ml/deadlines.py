@@ -14,18 +14,19 @@ argument, payload key, expiry, log line, error message, docs:
 | ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
 
 Standard library only; every function takes the times it needs (tests move time by passing numbers).
-Outside :mod:`airflow_k8s_ml.status` (which imports it, never the other way) on purpose: it is imported when
-a DAG file is parsed (the parse-time check of the arguments), where the classifiers are not wanted.
+Outside :mod:`airflow_k8s_ml.status` (which uses it) and made of named tuples rather than dataclasses on
+purpose: it is imported when a DAG file is parsed (the parse-time check of the arguments), where neither the
+classifiers nor a frozen dataclass (six times a named tuple's cost to define) are wanted.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Protocol
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.record import Record
 
 __all__ = [
     "DEADLINE_NAMES",
@@ -141,8 +142,7 @@ def format_limit(limit: Limit) -> str:
     return "".join(parts) or "0s"
 
 
-@dataclass(frozen=True, slots=True)
-class Expiry:
+class Expiry(Record):
     """A budget that ran out: ``name`` is one of :data:`DEADLINE_NAMES`; the message to fail with."""
 
     name: str
@@ -150,8 +150,7 @@ class Expiry:
     message: str
 
 
-@dataclass(frozen=True, slots=True)
-class Deadlines:
+class Deadlines(Record):
     """The budgets of one wait (None: no limit), typed; build it with :meth:`parse` from raw arguments."""
 
     admission_timeout: timedelta | None = None
@@ -177,7 +176,7 @@ class Deadlines:
         )
 
     def is_empty(self) -> bool:
-        return all(getattr(self, name) is None for name in DEADLINE_NAMES)
+        return all(value is None for value in self)
 
     def to_payload(self) -> dict[str, float | str | None]:
         """JSON-safe (trigger kwargs): durations in seconds, an absolute ``deadline`` in ISO 8601."""

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta, tzinfo
+
+from airflow_k8s_ml.k8s.record import Record
 
 __all__ = [
     "TZ_IN_SCHEDULE_MESSAGE",
@@ -70,10 +71,10 @@ class ScheduleError(ValueError):
     """A schedule robfig would not parse; ``str()`` is robfig's message."""
 
 
-@dataclass(frozen=True, slots=True)
-class Schedule:
+class Schedule(Record):
     """A parsed schedule: a croniter expression or a constant ``@every`` delay, in ``zone`` when the
-    schedule carried a TZ prefix (otherwise in the zone of the time passed to :meth:`next`, as robfig)."""
+    schedule carried a TZ prefix (otherwise in the zone of the time passed to :meth:`next`, as robfig).
+    A :class:`~airflow_k8s_ml.k8s.record.Record`, not a frozen dataclass (generated code on every parse)."""
 
     expression: str | None = None
     every: timedelta | None = None

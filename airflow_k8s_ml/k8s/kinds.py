@@ -10,13 +10,12 @@ Pure, stdlib only (a module of the shared core): imported on every DAG parse thr
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from airflow_k8s_ml.k8s.record import Record
 
 __all__ = ["WORKLOAD_KINDS", "KindFacts", "kind_facts"]
 
 
-@dataclass(frozen=True, slots=True)
-class KindFacts:
+class KindFacts(Record):
     """What Kubernetes and we know about one workload kind.
 
     :param kind: / ``group`` / ``version`` / ``plural``: its REST resource.

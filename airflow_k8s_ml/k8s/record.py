@@ -11,10 +11,6 @@ optional defaults, like a dataclass); :meth:`Record.__init_subclass__` records t
 Instances are read-only, compare and hash by type and field values, iterate over their values in field order
 (so ``a, b = record`` and ``all(record)`` work as with a named tuple) and offer ``_fields``, ``_asdict()``
 and ``_replace()``. Pure, stdlib only (part of the shared core, which any layer may import).
-
-Who uses it: the operators' argument types (``operators/_kind.py`` and the operator modules). The pure layers
-(``k8s``, ``manifests``, ``status``, ``deadlines``) declare their value types one way only, as
-``@dataclass(frozen=True, slots=True)`` (issue 20), and no longer use it.
 """
 
 from __future__ import annotations

@@ -12,15 +12,15 @@ map, and the training and serving operators' own lists), and the copies drifted.
   are checked against it by ``tests/unit/test_pod_fields.py`` (a typed dataclass and explicit signatures
   stay readable for users and type checkers, so they are checked rather than generated).
 
-Pure and import-light (imported on every DAG parse through the rules).
+Pure and import-light (imported on every DAG parse through the rules): a Record, no dataclass.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.quantities import GPU_RESOURCE
 
 __all__ = [
@@ -33,8 +33,7 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class PodField:
+class PodField(Record):
     """One field of the pod.
 
     :param name: the :class:`~airflow_k8s_ml.manifests.pod.PodTemplate` field (and rules key).

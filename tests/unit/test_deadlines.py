@@ -3,7 +3,6 @@ phase clock (pure; time is a number)."""
 
 from __future__ import annotations
 
-import pickle
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -199,12 +198,3 @@ def test_phase_hints_read_pod_timestamps() -> None:
     assert since == T0 + 1 and running is None
     running_pod["status"]["containerStatuses"][0]["state"]["running"]["startedAt"] = "2023-11-14T22:13:30.25Z"
     assert phase_hints("running", {}, [running_pod])[1] == T0 + 10.25
-
-
-def test_deadlines_are_a_frozen_value_that_survives_pickle() -> None:
-    deadlines = Deadlines.parse(run_timeout=60)
-    assert pickle.loads(pickle.dumps(deadlines)) == deadlines
-    assert hash(deadlines) == hash(Deadlines(run_timeout=timedelta(seconds=60)))
-    with pytest.raises(AttributeError):
-        deadlines.run_timeout = None  # type: ignore[misc]
-    assert not deadlines.is_empty() and Deadlines().is_empty()

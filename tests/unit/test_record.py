@@ -1,4 +1,4 @@
-"""``Record``: the frozen value type of the operators' argument types (parse time, no generated code)."""
+"""``Record``: the frozen value type the parse-time modules use instead of NamedTuple/dataclass."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import ClassVar
 
 import pytest
 
+from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.k8s.record import Record
 
 
@@ -51,6 +52,9 @@ def test_is_frozen_hashable_and_survives_copy_and_pickle() -> None:
     assert {point: 1}[Point(1, 2)] == 1
     assert point != (1, 2)
     assert copy.deepcopy(point) == point == pickle.loads(pickle.dumps(point))
+    deadlines = Deadlines.parse(run_timeout=60)
+    assert pickle.loads(pickle.dumps(deadlines)) == deadlines
+    assert not deadlines.is_empty() and Deadlines().is_empty()
 
 
 def test_a_required_field_after_a_default_is_refused() -> None:
