@@ -128,6 +128,21 @@ class _WorkloadOperator(BaseOperator):
     ui_color = "#dbe9f6"
     operator_extra_links = (ClusterDashboardLink(),)
 
+    # The arguments the runner reads itself, for type checkers: kept by :meth:`_take_arguments`, declared
+    # (with their defaults) in :class:`~airflow_k8s_ml.operators._signature.RunArguments`.
+    manifest: Mapping[str, Any] | str | None
+    kubernetes_conn_id: str
+    aws_conn_id: str | None
+    admission_timeout: Any
+    startup_timeout: Any
+    run_timeout: Any
+    deadline: Any
+    on_finish: str
+    deferrable: bool
+    poll_interval: float
+    stream_logs: bool
+    log_lines: int
+
     def __init__(self, **kwargs: Any) -> None:
         """BaseOperator's arguments (``task_id``, ``retries``, ...). The kind's arguments are listed by the
         public operator's ``__init__``, which hands them to :meth:`_take_arguments`.
