@@ -124,19 +124,23 @@ class TrainJobOperator(_WorkloadOperator):
     (``{"storage_uri": "hf://...", "env": {...}, "secret": "<Secret>"}``; the runtime must have those steps),
     ``suspend``, ``queue_name`` (Kueue: label + created suspended), ``active_deadline_seconds`` (the
     TrainJob's own, Trainer v2.2+), ``labels`` (on the TrainJob; the run labels reach its JobSet, Job and pods
-    through ``spec.runtimePatches``). ``ttl_seconds_after_finished`` is refused (a TrainJob has none).
-    ``spec.managedBy`` is left to its default.
+    through ``spec.runtimePatches``). ``spec.managedBy`` is left to its default.
 
     The trainer pod (every node gets the same): ``image``, ``command``/``args`` (templated;
     ``{{ resume_from }}``), ``env`` (templated), ``secret_env``, ``requests``/``limits``, ``gpus`` with
     ``gpu_resource`` (per node; they become ``resourcesPerNode``), and through ``runtimePatches``
     ``node_selector``, ``tolerations``, ``image_pull_secrets``, ``volumes``, ``service_account``,
     ``pod_security_context``/``container_security_context`` (None: our restrictive defaults), ``shm_size``
-    and ``pod_options``. A TrainJob cannot carry ``env_from`` (the trainer has no envFrom: use
-    ``secret_env``) nor ``scheduler_name`` (runtimePatches cannot set it: use the runtime's
-    podGroupPolicy); they are refused with their names, as are the ``pod_options`` ``working_dir``,
-    ``image_pull_policy`` and ``priority_class_name``, and the torch runtime's ``PET_*`` variables in
-    ``env``. A failure names the node that failed first (``[node-1]``); live logs are prefixed per node.
+    and ``pod_options``. The ``pod_options`` ``working_dir``, ``image_pull_policy`` and
+    ``priority_class_name`` and the torch runtime's ``PET_*`` variables in ``env`` are refused with their
+    names (``ValidationError``).
+
+    Not arguments of a TrainJob (a TypeError says why and what to use; ``TRAINJOB.refused``): ``env_from``
+    (the trainer has no envFrom: use ``secret_env``), ``scheduler_name`` (runtimePatches cannot set it: use
+    the runtime's podGroupPolicy), ``ttl_seconds_after_finished`` (a TrainJob has none: ``on_finish``) and
+    ``gang_scheduler``.
+
+    A failure names the node that failed first (``[node-1]``); live logs are prefixed per node.
 
     Plus everything of :class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`: ``manifest`` (a raw
     TrainJob), ``namespace``, ``kubernetes_conn_id``, ``resume_from``, ``checkpoint_uri``, ``aws_conn_id``,
