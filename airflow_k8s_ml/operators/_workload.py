@@ -6,7 +6,7 @@ Everything around them - parse-time validation of static arguments, templated on
 call, deterministic names and run labels, the submit-or-adopt decision (``task_state_store`` first, labels
 as the fallback and the guard), resume resolution on every launch, the deferral with phased deadlines, and
 the finish (XCom, diagnostics into the task log, cleanup policy, a precise failure message) - lives here
-once. A public operator is this class plus a ``workload`` value and its own arguments; it overrides nothing.
+once. A public operator is this class plus a ``workload`` value and its signature; it overrides nothing.
 The arguments are read once into a frozen :class:`~airflow_k8s_ml.operators._kind.WorkloadArgs`.
 
 Import-light on purpose: this module is imported when a DAG file is parsed, so the Kubernetes client, the
@@ -32,7 +32,6 @@ from airflow_k8s_ml.manifests.validation import check_non_empty_str
 from airflow_k8s_ml.operators._args import (
     CHECKPOINT_URI_ENV,
     PLACEHOLDER,
-    POD_ARGUMENTS,
     RESUME_FROM_ENV,
     RESUME_PLACEHOLDER,
     RESUMED_FROM_ANNOTATION,
@@ -42,6 +41,7 @@ from airflow_k8s_ml.operators._args import (
     substitute_resume,
 )
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
+from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
 if TYPE_CHECKING:
@@ -77,9 +77,11 @@ def parse_time_key() -> RunKey:
 class _WorkloadOperator(BaseOperator):
     """The one runner of the workload operators; see the module docstring for what it owns.
 
-    A thin operator sets :attr:`workload` (its :class:`~airflow_k8s_ml.operators._kind.WorkloadKind`),
-    stores its own arguments (the fields of ``workload.arguments``) and calls
-    :meth:`_validate_at_parse_time` at the end of its ``__init__``. Nothing else is overridden.
+    A thin operator sets :attr:`workload` (its :class:`~airflow_k8s_ml.operators._kind.WorkloadKind`) and
+    writes an ``__init__`` whose keyword-only parameters are exactly ``workload.signature`` (the editor's and
+    ``help()``'s view; ``tests/unit/test_operator_signatures.py`` compares them) plus ``**kwargs`` for
+    BaseOperator's, and whose body is ``super().__init__(**kwargs)``, ``self._take_arguments(locals())`` and
+    ``self._validate_at_parse_time()``. Nothing else is overridden.
 
     :param manifest: raw escape hatch of the operator's kind: a dict (templated), YAML text, or a ``.yaml`` /
         ``.yml`` file (absolute or relative to the DAG folder; Jinja in it is rendered in ``execute``).
@@ -107,7 +109,7 @@ class _WorkloadOperator(BaseOperator):
     :param gang_scheduler: ``"volcano"``: the pods are scheduled by Volcano as one gang (``schedulerName``,
         and for a PyTorchJob the PodGroup annotation and ``minAvailable``: :mod:`.manifests.gang`).
         Rendering only: the cluster must run Volcano (and, for a PyTorchJob, a training operator with
-        gang scheduling on). Not on a TrainJob (its pods come from the runtime).
+        gang scheduling on). A TrainJob has no such argument (its pods come from the runtime).
 
     The pod arguments (``image`` ... ``pod_options``) and the workload's ``queue_name``, ``labels``,
     ``active_deadline_seconds`` and ``ttl_seconds_after_finished`` are documented on each public operator.
@@ -115,7 +117,7 @@ class _WorkloadOperator(BaseOperator):
 
     workload: ClassVar[WorkloadKind[Any]]
     #: Pod arguments that ``manifest=`` replaces (set either, not both).
-    pod_fields: ClassVar[tuple[str, ...]] = (*POD_ARGUMENTS, "pod_options")
+    pod_fields: ClassVar[tuple[str, ...]] = PodArguments._fields
     # ``aws_conn_id`` is templated so its value lands in the rendered fields, where the UI's Training tab
     # finds the connection to read this task's checkpoints with.
     template_fields: Sequence[str] = (
@@ -126,94 +128,49 @@ class _WorkloadOperator(BaseOperator):
     ui_color = "#dbe9f6"
     operator_extra_links = (ClusterDashboardLink(),)
 
-    def __init__(
-        self,
-        *,
-        manifest: Mapping[str, Any] | str | None = None,
-        namespace: str | None = None,
-        kubernetes_conn_id: str = "kubernetes_default",
-        resume_from: str | None = None,
-        checkpoint_uri: str | None = None,
-        aws_conn_id: str | None = "aws_default",
-        admission_timeout: Any = None,
-        startup_timeout: Any = None,
-        run_timeout: Any = None,
-        deadline: Any = None,
-        on_finish: str = "keep",
-        deferrable: bool = True,
-        poll_interval: float = 30.0,
-        stream_logs: bool = True,
-        log_lines: int = 50,
-        image: str | None = None,
-        command: Sequence[str] | None = None,
-        args: Sequence[str] | None = None,
-        env: Mapping[str, str | int | float] | None = None,
-        secret_env: Mapping[str, str] | None = None,
-        env_from: Sequence[str] | None = None,
-        requests: Mapping[str, str | int | float] | None = None,
-        limits: Mapping[str, str | int | float] | None = None,
-        gpus: int | None = None,
-        gpu_resource: str | None = None,
-        node_selector: Mapping[str, str] | None = None,
-        tolerations: Sequence[Mapping[str, Any]] | None = None,
-        image_pull_secrets: Sequence[str] | None = None,
-        volumes: Sequence[Mapping[str, Any]] | None = None,
-        service_account: str | None = None,
-        scheduler_name: str | None = None,
-        pod_security_context: Mapping[str, Any] | None = None,
-        container_security_context: Mapping[str, Any] | None = None,
-        shm_size: str | None = None,
-        pod_options: Mapping[str, Any] | None = None,
-        queue_name: str | None = None,
-        labels: Mapping[str, str] | None = None,
-        active_deadline_seconds: int | None = None,
-        ttl_seconds_after_finished: int | None = None,
-        gang_scheduler: str | None = None,
-        **kwargs: Any,
-    ) -> None:
+    # The arguments the runner reads itself, for type checkers: kept by :meth:`_take_arguments`, declared
+    # (with their defaults) in :class:`~airflow_k8s_ml.operators._signature.RunArguments`.
+    manifest: Mapping[str, Any] | str | None
+    kubernetes_conn_id: str
+    aws_conn_id: str | None
+    admission_timeout: Any
+    startup_timeout: Any
+    run_timeout: Any
+    deadline: Any
+    on_finish: str
+    deferrable: bool
+    poll_interval: float
+    stream_logs: bool
+    log_lines: int
+
+    def __init__(self, **kwargs: Any) -> None:
+        """BaseOperator's arguments (``task_id``, ``retries``, ...). The kind's arguments are listed by the
+        public operator's ``__init__``, which hands them to :meth:`_take_arguments`.
+
+        An argument the kind refuses is a TypeError that says why (rather than BaseOperator's bare "Invalid
+        arguments were passed"), raised while the DAG file is parsed."""
+        for name in kwargs:
+            if name in self.workload.refused:
+                raise TypeError(
+                    f"{type(self).__name__} got an unexpected keyword argument {name!r}: "
+                    f"{self.workload.refused[name]}"
+                )
         super().__init__(**kwargs)
-        self.manifest = manifest
-        self.namespace = namespace
-        self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
-        self.resume_from = resume_from
-        self.checkpoint_uri = checkpoint_uri
-        self.aws_conn_id = aws_conn_id
-        self.admission_timeout = admission_timeout
-        self.startup_timeout = startup_timeout
-        self.run_timeout = run_timeout
-        self.deadline = deadline
-        self.on_finish = check_on_finish(on_finish)
-        self.deferrable = deferrable
-        self.poll_interval = poll_interval
-        self.stream_logs = stream_logs
-        self.log_lines = log_lines
-        self.image = image
-        self.command = command
-        self.args = args
-        self.env = env
-        self.secret_env = secret_env
-        self.env_from = env_from
-        self.requests = requests
-        self.limits = limits
-        self.gpus = gpus
-        self.gpu_resource = gpu_resource
-        self.node_selector = node_selector
-        self.tolerations = tolerations
-        self.image_pull_secrets = image_pull_secrets
-        self.volumes = volumes
-        self.service_account = service_account
-        self.scheduler_name = scheduler_name
-        self.pod_security_context = pod_security_context
-        self.container_security_context = container_security_context
-        self.shm_size = shm_size
-        self.pod_options = pod_options
-        self.queue_name = queue_name
-        self.labels = labels
-        self.active_deadline_seconds = active_deadline_seconds
-        self.ttl_seconds_after_finished = ttl_seconds_after_finished
-        self.gang_scheduler = check_gang_scheduler(gang_scheduler, scheduler_name, self.workload.kind)
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
+
+    def _take_arguments(self, given: Mapping[str, Any]) -> None:
+        """Keep the kind's arguments (:attr:`WorkloadKind.signature`) as attributes, taken from ``given``,
+        the public operator's ``locals()`` in its ``__init__``, and check those the runner owns."""
+        for argument in self.workload.signature:
+            setattr(self, argument.name, given[argument.name])
+        self.kubernetes_conn_id = check_non_empty_str(self.kubernetes_conn_id, "kubernetes_conn_id")
+        self.on_finish = check_on_finish(self.on_finish)
+        check_gang_scheduler(self._declared("gang_scheduler"), self._declared("scheduler_name"), self.kind)
+
+    def _declared(self, name: str) -> Any:
+        """An argument's value; None for one the kind refuses (it is not in its signature)."""
+        return getattr(self, name) if name in self.workload.names else None
 
     @property
     def kind(self) -> str:
@@ -230,7 +187,7 @@ class _WorkloadOperator(BaseOperator):
         the parse-time check). ``manifest`` is the prepared source (:meth:`_manifest_source`)."""
 
         def read(name: str) -> Any:
-            value = getattr(self, name)
+            value = self._declared(name)
             return neutralize(value) if neutral else value
 
         own_type: Any = self.workload.arguments
@@ -244,6 +201,7 @@ class _WorkloadOperator(BaseOperator):
             labels=read("labels"),
             active_deadline_seconds=read("active_deadline_seconds"),
             ttl_seconds_after_finished=read("ttl_seconds_after_finished"),
+            gang_scheduler=read("gang_scheduler"),
             pod={name: read(name) for name in self.pod_fields},
             own=own_type(**{name: read(name) for name in own_type._fields}),
         )
@@ -264,7 +222,7 @@ class _WorkloadOperator(BaseOperator):
             source = self._manifest_source(self.manifest, context=None)
             if is_templated(source):
                 return  # a Jinja template (file or dict): rendered and validated in execute
-            args = args.with_manifest(neutralize(source))
+            args = args._replace(manifest=neutralize(source))
             namespace = args.namespace or "default"
             self._render_raw(args, self._placement(args, parse_time_key(), namespace, resume_uri=None))
             return
@@ -368,8 +326,8 @@ class _WorkloadOperator(BaseOperator):
             obj = self._render_raw(args, placement)
         else:
             obj = self.workload.render(args, placement)
-        if self.gang_scheduler is not None:
-            obj = with_gang_scheduler(obj, self.gang_scheduler)
+        if args.gang_scheduler is not None:
+            obj = with_gang_scheduler(obj, args.gang_scheduler)
         return obj
 
     def _render_raw(self, args: WorkloadArgs[Any], placement: Placement) -> dict[str, Any]:

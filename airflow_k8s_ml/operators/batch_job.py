@@ -17,7 +17,7 @@ Import-light like the other operators: nothing here imports the Kubernetes clien
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.operators._args import PLACEHOLDER
@@ -32,6 +32,9 @@ from airflow_k8s_ml.operators._kind import WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
 from airflow_k8s_ml.operators.training import check_job, render_job
 
+if TYPE_CHECKING:  # the signature's annotations are text; these are for type checkers
+    from datetime import datetime, timedelta
+
 __all__ = [
     "BATCH_INFERENCE_JOB",
     "DEFAULT_COMMAND",
@@ -43,14 +46,17 @@ __all__ = [
 
 #: The reference batch workload; it reads its URIs from the injected env when no flags are given.
 DEFAULT_COMMAND = ("python", "-m", "airflow_k8s_ml.workloads.batch_predict")
-class BatchJobArguments(Record):
-    """The batch-inference Job's own arguments: the fine-tune Job's plus the three URIs."""
 
-    backoff_limit: int
-    restart_policy: str
-    model_uri: Any
-    input_uri: Any
-    output_uri: Any
+
+class BatchJobArguments(Record):
+    """The batch-inference Job's own arguments, as its operator's signature declares them: the three URIs
+    and the fine-tune Job's."""
+
+    model_uri: str | Mapping[str, Any]
+    input_uri: str
+    output_uri: str
+    backoff_limit: int = 0
+    restart_policy: str = "Never"
 
 
 def check_uris(args: WorkloadArgs[BatchJobArguments]) -> None:
@@ -128,19 +134,54 @@ class BatchInferenceJobOperator(_WorkloadOperator):
         model_uri: str | Mapping[str, Any],
         input_uri: str,
         output_uri: str,
-        command: Sequence[str] | None = None,
         backoff_limit: int = 0,
         restart_policy: str = "Never",
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        shm_size: str | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
         **kwargs: Any,
     ) -> None:
-        if command is None and kwargs.get("manifest") is None:
+        if command is None and manifest is None:
             command = list(DEFAULT_COMMAND)
-        super().__init__(command=command, **kwargs)
-        self.backoff_limit = backoff_limit
-        self.restart_policy = restart_policy
-        self.model_uri = model_uri
-        self.input_uri = input_uri
-        self.output_uri = output_uri
+        super().__init__(**kwargs)
+        self._take_arguments(locals())
         for field in URI_ENV:
             check_static_scheme(getattr(self, field), field)
         self._validate_at_parse_time()

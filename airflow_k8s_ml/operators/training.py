@@ -30,6 +30,8 @@ from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator, parse_time_key
 
 if TYPE_CHECKING:
+    from datetime import datetime, timedelta
+
     from airflow_k8s_ml.manifests.pod import PodTemplate
 
 __all__ = ["FINETUNE_JOB", "PYTORCHJOB", "FineTuneJobOperator", "PyTorchJobOperator"]
@@ -77,20 +79,22 @@ def check_pod(args: WorkloadArgs[Any], injected_env: Mapping[str, str]) -> None:
 
 
 class JobArguments(Record):
-    """The fine-tune Job's own arguments (besides the pod and the workload arguments every kind takes)."""
+    """The fine-tune Job's own arguments (besides the pod and the workload arguments every kind takes), as
+    its operator's signature declares them."""
 
-    backoff_limit: int
-    restart_policy: str
+    backoff_limit: int = 0
+    restart_policy: str = "Never"
 
 
 class PyTorchJobArguments(Record):
-    """The PyTorchJob's own arguments; ``workers`` may still be rendered text (``{{ params.workers }}``)."""
+    """The PyTorchJob's own arguments, as its operator's signature declares them; ``workers`` may be
+    templated (``{{ params.workers }}``), so rendered text, converted in the render."""
 
-    workers: int | str
-    nproc_per_node: int | str | None
-    restart_policy: str
-    backoff_limit: int | None
-    clean_pod_policy: str
+    workers: int | str = 1
+    nproc_per_node: int | str | None = None
+    restart_policy: str = "OnFailure"
+    backoff_limit: int | None = None
+    clean_pod_policy: str = "None"
 
 
 def workload_arguments(args: WorkloadArgs[Any]) -> dict[str, Any]:
@@ -182,10 +186,55 @@ class FineTuneJobOperator(_WorkloadOperator):
 
     workload = FINETUNE_JOB
 
-    def __init__(self, *, backoff_limit: int = 0, restart_policy: str = "Never", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        backoff_limit: int = 0,
+        restart_policy: str = "Never",
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        shm_size: str | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.backoff_limit = backoff_limit
-        self.restart_policy = restart_policy
+        self._take_arguments(locals())
         self._validate_at_parse_time()
 
 
@@ -213,19 +262,55 @@ class PyTorchJobOperator(_WorkloadOperator):
     def __init__(
         self,
         *,
-        workers: int = 1,
+        workers: int | str = 1,
         nproc_per_node: int | str | None = None,
         restart_policy: str = "OnFailure",
         backoff_limit: int | None = None,
         clean_pod_policy: str = "None",
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        shm_size: str | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.workers = workers
-        self.nproc_per_node = nproc_per_node
-        self.restart_policy = restart_policy
-        self.backoff_limit = backoff_limit
-        self.clean_pod_policy = clean_pod_policy
+        self._take_arguments(locals())
         self._validate_at_parse_time()
 
 

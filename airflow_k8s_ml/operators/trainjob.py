@@ -12,9 +12,8 @@ the spec module is imported only when ``execute`` renders.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.trainjob_rules import (
     DEFAULT_RUNTIME,
@@ -27,20 +26,24 @@ from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
 from airflow_k8s_ml.operators.training import check_pod, pod_arguments, pod_template, rendered_int
 
+if TYPE_CHECKING:  # the signature's annotations are text; these are for type checkers
+    from datetime import datetime, timedelta
+
 __all__ = ["TRAINJOB", "TrainJobArguments", "TrainJobOperator"]
 
 
 class TrainJobArguments(Record):
-    """The TrainJob's own arguments; ``num_nodes`` may still be rendered text (``{{ params.workers }}``)."""
+    """The TrainJob's own arguments, as its operator's signature declares them; ``num_nodes`` may be
+    templated (``{{ params.workers }}``), so rendered text, converted in the render."""
 
-    runtime: str
-    runtime_kind: str
-    num_nodes: int | str | None
-    num_proc_per_node: int | None
-    resources_per_node: Mapping[str, Any] | None
-    dataset_initializer: Mapping[str, Any] | None
-    model_initializer: Mapping[str, Any] | None
-    suspend: bool | None
+    runtime: str = DEFAULT_RUNTIME
+    runtime_kind: str = "ClusterTrainingRuntime"
+    num_nodes: int | str | None = None
+    num_proc_per_node: int | None = None
+    resources_per_node: Mapping[str, Any] | None = None
+    dataset_initializer: Mapping[str, Any] | None = None
+    model_initializer: Mapping[str, Any] | None = None
+    suspend: bool | None = None
 
 
 def _with_resources(args: WorkloadArgs[TrainJobArguments]) -> WorkloadArgs[TrainJobArguments]:
@@ -48,9 +51,8 @@ def _with_resources(args: WorkloadArgs[TrainJobArguments]) -> WorkloadArgs[Train
     resources = check_resources_per_node(args.own.resources_per_node, args.pod)
     if resources is None:
         return args
-    values = {name: getattr(args, name) for name in WorkloadArgs.__slots__}
-    values["pod"] = {**args.pod, "requests": resources, "limits": resources}
-    return WorkloadArgs(**values)
+    pod = {**args.pod, "requests": resources, "limits": resources}
+    return args._replace(pod=pod)  # type: ignore[no-any-return]
 
 
 def _trainjob_arguments(args: WorkloadArgs[TrainJobArguments]) -> dict[str, Any]:
@@ -68,16 +70,6 @@ def _trainjob_arguments(args: WorkloadArgs[TrainJobArguments]) -> dict[str, Any]
         "queue_name": args.queue_name,
         "labels": args.labels or {},
     }
-
-
-def _check(args: WorkloadArgs[TrainJobArguments]) -> None:
-    """Rules that hold with a raw ``manifest=`` too."""
-    if args.ttl_seconds_after_finished is not None:
-        raise ValidationError(
-            "ttl_seconds_after_finished",
-            "a TrainJob has no ttlSecondsAfterFinished (set it in the runtime's JobSet template); "
-            "on_finish='delete' deletes the TrainJob when the task ends",
-        )
 
 
 def _check_trainjob(args: WorkloadArgs[TrainJobArguments], injected_env: Mapping[str, str]) -> None:
@@ -103,7 +95,20 @@ TRAINJOB: WorkloadKind[TrainJobArguments] = WorkloadKind(
     arguments=TrainJobArguments,
     check_spec=_check_trainjob,
     render=_render_trainjob,
-    check=_check,
+    refused={
+        "env_from": "a TrainJob's trainer has no envFrom; pass the Secret's keys with secret_env",
+        "scheduler_name": (
+            "a TrainJob's runtimePatches cannot set schedulerName; use the runtime's podGroupPolicy"
+        ),
+        "ttl_seconds_after_finished": (
+            "a TrainJob has no ttlSecondsAfterFinished (set it in the runtime's JobSet template); "
+            "on_finish='delete' deletes the TrainJob when the task ends"
+        ),
+        "gang_scheduler": (
+            "gang scheduling is not supported on a TrainJob: set schedulerName in its runtime's pod "
+            "templates (podGroupPolicy)"
+        ),
+    },
 )
 
 
@@ -119,19 +124,23 @@ class TrainJobOperator(_WorkloadOperator):
     (``{"storage_uri": "hf://...", "env": {...}, "secret": "<Secret>"}``; the runtime must have those steps),
     ``suspend``, ``queue_name`` (Kueue: label + created suspended), ``active_deadline_seconds`` (the
     TrainJob's own, Trainer v2.2+), ``labels`` (on the TrainJob; the run labels reach its JobSet, Job and pods
-    through ``spec.runtimePatches``). ``ttl_seconds_after_finished`` is refused (a TrainJob has none).
-    ``spec.managedBy`` is left to its default.
+    through ``spec.runtimePatches``). ``spec.managedBy`` is left to its default.
 
     The trainer pod (every node gets the same): ``image``, ``command``/``args`` (templated;
     ``{{ resume_from }}``), ``env`` (templated), ``secret_env``, ``requests``/``limits``, ``gpus`` with
     ``gpu_resource`` (per node; they become ``resourcesPerNode``), and through ``runtimePatches``
     ``node_selector``, ``tolerations``, ``image_pull_secrets``, ``volumes``, ``service_account``,
     ``pod_security_context``/``container_security_context`` (None: our restrictive defaults), ``shm_size``
-    and ``pod_options``. A TrainJob cannot carry ``env_from`` (the trainer has no envFrom: use
-    ``secret_env``) nor ``scheduler_name`` (runtimePatches cannot set it: use the runtime's
-    podGroupPolicy); they are refused with their names, as are the ``pod_options`` ``working_dir``,
-    ``image_pull_policy`` and ``priority_class_name``, and the torch runtime's ``PET_*`` variables in
-    ``env``. A failure names the node that failed first (``[node-1]``); live logs are prefixed per node.
+    and ``pod_options``. The ``pod_options`` ``working_dir``, ``image_pull_policy`` and
+    ``priority_class_name`` and the torch runtime's ``PET_*`` variables in ``env`` are refused with their
+    names (``ValidationError``).
+
+    Not arguments of a TrainJob (a TypeError says why and what to use; ``TRAINJOB.refused``): ``env_from``
+    (the trainer has no envFrom: use ``secret_env``), ``scheduler_name`` (runtimePatches cannot set it: use
+    the runtime's podGroupPolicy), ``ttl_seconds_after_finished`` (a TrainJob has none: ``on_finish``) and
+    ``gang_scheduler``.
+
+    A failure names the node that failed first (``[node-1]``); live logs are prefixed per node.
 
     Plus everything of :class:`~airflow_k8s_ml.operators._workload._WorkloadOperator`: ``manifest`` (a raw
     TrainJob), ``namespace``, ``kubernetes_conn_id``, ``resume_from``, ``checkpoint_uri``, ``aws_conn_id``,
@@ -157,15 +166,44 @@ class TrainJobOperator(_WorkloadOperator):
         dataset_initializer: Mapping[str, Any] | None = None,
         model_initializer: Mapping[str, Any] | None = None,
         suspend: bool | None = None,
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        shm_size: str | None = None,
+        service_account: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.runtime = runtime
-        self.runtime_kind = runtime_kind
-        self.num_nodes = num_nodes
-        self.num_proc_per_node = num_proc_per_node
-        self.resources_per_node = resources_per_node
-        self.dataset_initializer = dataset_initializer
-        self.model_initializer = model_initializer
-        self.suspend = suspend
+        self._take_arguments(locals())
         self._validate_at_parse_time()

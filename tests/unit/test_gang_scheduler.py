@@ -9,7 +9,7 @@ import pytest
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.gang import volcano_podgroup, with_gang_scheduler
 from airflow_k8s_ml.manifests.naming import RunKey
-from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
 
 KEY = RunKey("nightly", "finetune", "scheduled__2024-05-01T00:00:00+00:00")
 
@@ -69,10 +69,6 @@ def test_a_set_min_available_is_kept_and_the_input_not_mutated() -> None:
                 task_id="b", image="i:1", gang_scheduler="volcano", scheduler_name="x"
             ),
             "contradicts scheduler_name='x'",
-        ),
-        (
-            lambda: TrainJobOperator(task_id="c", image="i:1", gang_scheduler="volcano"),
-            "not supported on a TrainJob",
         ),
     ],
 )

@@ -178,8 +178,6 @@ def test_suspend_without_a_queue() -> None:
 @pytest.mark.parametrize(
     ("overrides", "field", "words"),
     [
-        ({"env_from": ["s3-credentials"]}, "env_from", "secret_env"),
-        ({"scheduler_name": "volcano"}, "scheduler_name", "podGroupPolicy"),
         ({"pod_options": {"working_dir": "/w"}}, "working_dir", "workingDir"),
         ({"pod_options": {"priority_class_name": "high"}}, "priority_class_name", "priorityClassName"),
         ({"env": {"PET_NNODES": "3"}}, "env[PET_NNODES]", "reserved"),
@@ -195,7 +193,6 @@ def test_suspend_without_a_queue() -> None:
         ({"model_initializer": {"uri": "hf://m"}}, "model_initializer[uri]", "storage_uri"),
         ({"model_initializer": {"secret": "Bad_Secret"}}, "model_initializer[secret]", ""),
         ({"active_deadline_seconds": 0}, "active_deadline_seconds", ">= 1"),
-        ({"ttl_seconds_after_finished": 60}, "ttl_seconds_after_finished", "on_finish"),
         ({"queue_name": "gpu", "suspend": False}, "suspend", "Kueue"),
         ({"env": {"CHECKPOINT_URI": "x"}, "checkpoint_uri": "s3://m/ft"}, "env[CHECKPOINT_URI]", "operator"),
     ],

@@ -4,12 +4,14 @@ arguments and overrides nothing (what ``docs/contributing.md`` "Adding a workloa
 from __future__ import annotations
 
 import inspect
-from collections.abc import Mapping
-from typing import Any, NamedTuple
+from collections.abc import Mapping, Sequence
+from datetime import datetime, timedelta
+from typing import Any
 
 import pytest
 
 from airflow_k8s_ml.errors import ValidationError
+from airflow_k8s_ml.k8s.record import Record
 from airflow_k8s_ml.manifests.naming import RunKey
 from airflow_k8s_ml.operators import BatchInferenceJobOperator, FineTuneJobOperator, PyTorchJobOperator
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
@@ -19,8 +21,8 @@ from airflow_k8s_ml.operators.training import check_pod
 KEY = RunKey("dag", "toy", "manual__1")
 
 
-class ToyArguments(NamedTuple):
-    colour: str
+class ToyArguments(Record):
+    colour: str = "red"
 
 
 def check_toy(args: WorkloadArgs[ToyArguments], injected_env: Mapping[str, str]) -> None:
@@ -50,14 +52,60 @@ TOY = WorkloadKind(
 
 
 class ToyOperator(_WorkloadOperator):
-    """A thin operator: the kind value, its own argument, nothing overridden."""
+    """A thin operator: the kind value and its signature (its own argument and the shared ones), nothing
+    overridden."""
 
     workload = TOY
     template_fields = (*_WorkloadOperator.template_fields, "colour")
 
-    def __init__(self, *, colour: str = "red", **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *,
+        colour: str = "red",
+        image: str | None = None,
+        command: Sequence[str] | None = None,
+        args: Sequence[str] | None = None,
+        env: Mapping[str, str | int | float] | None = None,
+        secret_env: Mapping[str, str] | None = None,
+        env_from: Sequence[str] | None = None,
+        requests: Mapping[str, str | int | float] | None = None,
+        limits: Mapping[str, str | int | float] | None = None,
+        gpus: int | None = None,
+        gpu_resource: str | None = None,
+        node_selector: Mapping[str, str] | None = None,
+        tolerations: Sequence[Mapping[str, Any]] | None = None,
+        image_pull_secrets: Sequence[str] | None = None,
+        volumes: Sequence[Mapping[str, Any]] | None = None,
+        shm_size: str | None = None,
+        service_account: str | None = None,
+        scheduler_name: str | None = None,
+        pod_security_context: Mapping[str, Any] | None = None,
+        container_security_context: Mapping[str, Any] | None = None,
+        pod_options: Mapping[str, Any] | None = None,
+        queue_name: str | None = None,
+        labels: Mapping[str, str] | None = None,
+        active_deadline_seconds: int | None = None,
+        ttl_seconds_after_finished: int | None = None,
+        gang_scheduler: str | None = None,
+        manifest: Mapping[str, Any] | str | None = None,
+        namespace: str | None = None,
+        kubernetes_conn_id: str = "kubernetes_default",
+        resume_from: str | None = None,
+        checkpoint_uri: str | None = None,
+        aws_conn_id: str | None = "aws_default",
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
+        on_finish: str = "keep",
+        deferrable: bool = True,
+        poll_interval: float = 30.0,
+        stream_logs: bool = True,
+        log_lines: int = 50,
+        **kwargs: Any,
+    ) -> None:
         super().__init__(**kwargs)
-        self.colour = colour
+        self._take_arguments(locals())
         self._validate_at_parse_time()
 
 
