@@ -70,7 +70,9 @@ def _allowed_for_core(name: str) -> bool:
     return top in sys.stdlib_module_names or top == "croniter" or name.startswith("airflow_k8s_ml.k8s")
 
 
-@pytest.mark.parametrize("path", _sources("testbed/local_cluster"), ids=lambda p: str(p.relative_to(PACKAGE_ROOT)))
+@pytest.mark.parametrize(
+    "path", _sources("testbed/local_cluster"), ids=lambda p: str(p.relative_to(PACKAGE_ROOT))
+)
 def test_local_cluster_imports_only_the_core_and_itself(path: Path) -> None:
     wrong = [f"line {line}: {name}" for line, name in _imports(path) if not _allowed_for_local_cluster(name)]
     assert not wrong, f"{path.relative_to(PACKAGE_ROOT)} imports outside its layer: {wrong}"
