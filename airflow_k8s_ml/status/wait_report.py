@@ -105,6 +105,14 @@ class Diagnose:
     lines: int = DIAGNOSTIC_LINES
     warnings: int = WARNING_LIMIT
 
+    @classmethod
+    def of(
+        cls, verdict: str, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]], lines: int
+    ) -> Diagnose:
+        """The diagnostics of a ``failed`` or ``deadline`` outcome (every pod on a deadline); ``lines``:
+        the most the caller wants, capped at :data:`DIAGNOSTIC_LINES`."""
+        return cls(obj, tuple(pods), verdict == "deadline", lines=max(0, min(lines, DIAGNOSTIC_LINES)))
+
 
 @dataclass(frozen=True)
 class Report:
@@ -188,8 +196,7 @@ def _diagnose(decision: Decision, look: Look, lines: int) -> Diagnose | None:
     seen = {uid_of(pod) for pod in pods}
     uid = uid_of(obj)
     pods += [pod for pod in look.gone_pods if uid_of(pod) not in seen and owned_by(pod, uid)]
-    every_pod = decision.verdict == "deadline"
-    return Diagnose(obj, tuple(pods), every_pod, lines=max(0, min(lines, DIAGNOSTIC_LINES)))
+    return Diagnose.of(decision.verdict, obj, pods, lines)
 
 
 def report(

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_PODS",
+    "event_report",
     "failed_pods",
     "failure_message",
     "final_event",
@@ -146,3 +147,32 @@ def final_event(
         decision, target, message=message, pods=list(reports), warnings=list(warnings), log_cursor=log_cursor
     )
     return replace(event, admitted_at=report.admitted_at) if report.admitted_at else event
+
+
+def event_report(
+    what: str, state: WorkloadState, pods: Iterable[Mapping[str, Any]], warnings: Iterable[str]
+) -> str:
+    """Multi-line text for the task log: final state, each failed pod (first failure first) with its exit
+    code, problem and last log lines, then the Warning events - written before anything is deleted.
+
+    A pod whose report is marked ``relayed`` had its log relayed into the task log by the trigger: its last
+    lines are not printed a second time (every training line appears once in the task log)."""
+    lines = [f"{what}: {state.summary()}"]
+    for pod in pods:
+        exit_code = pod.get("exit_code")
+        replica, name = pod.get("replica"), pod.get("pod")
+        head = f"pod {name}" if replica in (None, name) else f"[{replica}] pod {name}"
+        if exit_code is not None:
+            head += f" exited {exit_code}"
+        if pod.get("problem"):
+            head += f": {pod['problem']}"
+        lines.append(head)
+        if pod.get("relayed") and pod.get("last_lines"):
+            lines.append("  (its last lines are in the log above)")
+        else:
+            lines += [f"  | {line}" for line in pod.get("last_lines") or []]
+    warnings = list(warnings)
+    if warnings:
+        lines.append("Warning events:")
+        lines += [f"  {warning}" for warning in warnings]
+    return "\n".join(lines)
