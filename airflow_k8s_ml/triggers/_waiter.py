@@ -273,7 +273,7 @@ class Waiter:
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch
-        may lag a just-created object: a GET decides (again at most every :data:`REFETCH` seconds)."""
+        may lag a just-created object: a GET decides (again at most every ``trigger_refetch_seconds``)."""
         name = self.target.name
         obj = self.workload.get(name)
         if obj is not None or name in self.workload.tombstones:
