@@ -5,9 +5,9 @@ the UI's configuration page show every option with its default and description) 
 (so a reader never repeats a default). Values come from Airflow's configuration (``airflow.cfg`` or
 ``AIRFLOW__AIRFLOW_K8S_ML__<OPTION>``); without Airflow's config loaded the declared default applies.
 
-Every option declared here is read: the links and the Training tab read theirs on use, the trigger reads
-the waiting ones once per wait (``triggers/_waiter.Timings``). A constant becomes an option only together
-with the code that reads it.
+Every option declared here is read: the links and the Training tab read theirs on use, both waits (the
+triggerer's and the worker's) read the waiting ones once per wait, through one parse
+(:meth:`WaitTimings.configured`). A constant becomes an option only together with the code that reads it.
 
 Import-light: Airflow's ``conf`` is imported inside :func:`get`, never at module import.
 """
@@ -16,7 +16,18 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-__all__ = ["OPTIONS", "SECTION", "Option", "get", "get_bool", "get_float", "get_int", "provider_config"]
+__all__ = [
+    "OPTIONS",
+    "SECTION",
+    "Option",
+    "WaitTimings",
+    "get",
+    "get_bool",
+    "get_float",
+    "get_int",
+    "get_positive",
+    "provider_config",
+]
 
 SECTION = "airflow_k8s_ml"
 
@@ -149,3 +160,40 @@ def get_float(name: str) -> float:
 
 def get_bool(name: str) -> bool:
     return get(name).strip().lower() in ("1", "true", "yes", "on")
+
+
+def get_positive(name: str) -> float:
+    """The option as a positive number of seconds (or characters); its declared default for a value that is
+    not one (text, 0 or less) - the one rule for a bad waiting option, whichever wait reads it."""
+    try:
+        value = get_float(name)
+    except (TypeError, ValueError):
+        value = 0.0
+    return value if value > 0 else float(OPTIONS[name].default)
+
+
+def _declared(name: str) -> float:
+    return float(OPTIONS[name].default)
+
+
+class WaitTimings(NamedTuple):
+    """The waiting options, read once per wait by the triggerer's wait and the worker's (each a positive
+    value, else its declared default: :func:`get_positive`). Plain data, so tests shrink them."""
+
+    heartbeat: float = _declared("trigger_heartbeat_seconds")
+    refetch: float = _declared("trigger_refetch_seconds")
+    log_drain: float = _declared("log_relay_drain_seconds")
+    max_line: int = int(_declared("log_relay_max_line"))
+    position_refresh: float = _declared("kueue_position_seconds")
+    unreachable: float = _declared("api_unreachable_timeout")
+
+    @classmethod
+    def configured(cls) -> WaitTimings:
+        return cls(
+            heartbeat=get_positive("trigger_heartbeat_seconds"),
+            refetch=get_positive("trigger_refetch_seconds"),
+            log_drain=get_positive("log_relay_drain_seconds"),
+            max_line=int(get_positive("log_relay_max_line")),
+            position_refresh=get_positive("kueue_position_seconds"),
+            unreachable=get_positive("api_unreachable_timeout"),
+        )

@@ -381,7 +381,7 @@ class _WorkloadOperator(BaseOperator):
             record = self._stored(context)
             what = f"{record.kind} {record.namespace}/{record.name}" if record is not None else self.kind
             if record is not None:
-                from airflow_k8s_ml.operators.waiting import delete_and_wait
+                from airflow_k8s_ml.triggers.sync_wait import delete_and_wait
 
                 self._record = record
                 delete_and_wait(self._client(record.namespace), record, self.log)
@@ -434,7 +434,7 @@ class _WorkloadOperator(BaseOperator):
                 kwargs={"record": record.to_dict()},
                 timeout=self._deferral_timeout(context),
             )
-        from airflow_k8s_ml.operators.waiting import poll_until_done
+        from airflow_k8s_ml.triggers.sync_wait import poll_until_done
 
         event = poll_until_done(client, record, settings, self.log)
         return self.workload.result(args, self._finish(context, record, event))
@@ -622,7 +622,7 @@ class _WorkloadOperator(BaseOperator):
         """succeeded -> XCom (cached for retries), cleanup per ``on_finish``; anything else -> diagnostics
         into the task log, delete on a deadline (always) or a failure (``on_finish="delete"``), raise."""
         from airflow_k8s_ml.operators.outcome import result_payload
-        from airflow_k8s_ml.operators.waiting import raise_for_event, settled_state
+        from airflow_k8s_ml.triggers.sync_wait import raise_for_event, settled_state
 
         self._record = record
         client = self._client(record.namespace)

@@ -84,27 +84,8 @@ def outcome_record(
 def event_report(
     what: str, state: WorkloadState, pods: Iterable[Mapping[str, Any]], warnings: Iterable[str]
 ) -> str:
-    """Multi-line text for the task log: final state, each failed pod (first failure first) with its exit
-    code, problem and last log lines, then the Warning events - written before anything is deleted.
+    """:func:`airflow_k8s_ml.triggers.diagnostics.event_report`, by its old name: the report lives with the
+    diagnostics it prints, where both waits log it (loaded on first use, not when a DAG is parsed)."""
+    from airflow_k8s_ml.triggers.diagnostics import event_report as report
 
-    A pod whose report is marked ``relayed`` had its log relayed into the task log by the trigger: its last
-    lines are not printed a second time (every training line appears once in the task log)."""
-    lines = [f"{what}: {state.summary()}"]
-    for pod in pods:
-        exit_code = pod.get("exit_code")
-        replica, name = pod.get("replica"), pod.get("pod")
-        head = f"pod {name}" if replica in (None, name) else f"[{replica}] pod {name}"
-        if exit_code is not None:
-            head += f" exited {exit_code}"
-        if pod.get("problem"):
-            head += f": {pod['problem']}"
-        lines.append(head)
-        if pod.get("relayed") and pod.get("last_lines"):
-            lines.append("  (its last lines are in the log above)")
-        else:
-            lines += [f"  | {line}" for line in pod.get("last_lines") or []]
-    warnings = list(warnings)
-    if warnings:
-        lines.append("Warning events:")
-        lines += [f"  {warning}" for warning in warnings]
-    return "\n".join(lines)
+    return report(what, state, pods, warnings)

@@ -2,8 +2,10 @@
 :func:`check_wait_args`, the same parse at DAG parse time with templated values left out.
 
 Why a module of its own: every workload operator and the sensor run this check when a DAG file is parsed,
-in each dag-processor fork; the waiting itself (:mod:`~airflow_k8s_ml.operators.waiting`, which re-exports
-both names) is only needed in ``execute``, so its code is not imported on every parse.
+in each dag-processor fork; the waiting itself (:mod:`airflow_k8s_ml.triggers.sync_wait` in the worker,
+:class:`~airflow_k8s_ml.triggers.workload.WorkloadTrigger` deferred) is only needed in ``execute``, so its
+code is not imported on every parse. The provider's waiting *options* (``[airflow_k8s_ml]``) are parsed
+once for both waits by :meth:`airflow_k8s_ml.config.WaitTimings.configured`.
 """
 
 from __future__ import annotations

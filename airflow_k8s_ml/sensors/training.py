@@ -26,8 +26,8 @@ if TYPE_CHECKING:
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.operators.record import WorkloadRecord
-    from airflow_k8s_ml.operators.waiting import WorkloadLooker
     from airflow_k8s_ml.triggers.events import WorkloadEvent
+    from airflow_k8s_ml.triggers.sync_wait import WorkloadLooker
 
 __all__ = ["TrainingJobSensor"]
 
@@ -145,7 +145,7 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def poke(self, context: Context) -> bool | PokeReturnValue:
         """One look, decided as the trigger decides (``status.decide``: state, tombstone, deadlines)."""
-        from airflow_k8s_ml.operators.waiting import WorkloadLooker
+        from airflow_k8s_ml.triggers.sync_wait import WorkloadLooker
 
         record = self._target(context)
         if self._looker is None:
@@ -209,7 +209,7 @@ class TrainingJobSensor(BaseSensorOperator):
 
     def _finish(self, record: WorkloadRecord, event: WorkloadEvent) -> dict[str, Any]:
         from airflow_k8s_ml.operators.outcome import result_payload
-        from airflow_k8s_ml.operators.waiting import raise_for_event, settled_state
+        from airflow_k8s_ml.triggers.sync_wait import raise_for_event, settled_state
 
         client = self._client()
         if event.outcome != "succeeded":

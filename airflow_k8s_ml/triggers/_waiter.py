@@ -1,10 +1,13 @@
-"""The wait of a :class:`~airflow_k8s_ml.triggers.workload.WorkloadTrigger`: subscriptions, phase clock,
-log relay, the unreachable-API budget, and the one event that ends it.
+"""The wait of a :class:`~airflow_k8s_ml.triggers.workload.WorkloadTrigger`: subscriptions, log relay,
+the unreachable-API budget, and the one event that ends it.
 
-An I/O shell around :func:`airflow_k8s_ml.status.decide`: it gathers observations from the shared watches
-(the workload, its tombstone if the watch saw it deleted, its pods) and acts on the decision (drain the
-relay, read the failed pods' last lines, report). The trigger hands in what the wait needs - a
-:class:`WaitSpec`, the :class:`LogState` it shares with the trigger's exits, and its logger - so nothing
+An I/O shell around :func:`airflow_k8s_ml.status.wait_report.report` (which decides with
+:func:`~airflow_k8s_ml.status.decide` and says what to log and gather): it fetches a look from the shared
+watches (the workload, its tombstone if the watch saw it deleted, its pods, a queued job's Kueue Workloads),
+logs the report's lines, gathers the diagnostics it asks for (last lines from the relay's tail, else the
+API) and sends :func:`~airflow_k8s_ml.triggers.diagnostics.final_event`. The worker's wait
+(:mod:`airflow_k8s_ml.waiting.looker`) is the same shell over GETs. The trigger hands in what the wait needs -
+a :class:`WaitSpec`, the :class:`LogState` it shares with the trigger's exits, and its logger - so nothing
 here reads the trigger's state.
 
 Why a module of its own: everything here (status classifiers, diagnostics, watches, the async client) is
@@ -18,89 +21,36 @@ import asyncio
 import contextlib
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, NamedTuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
+from airflow_k8s_ml.config import WaitTimings
 from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
-from airflow_k8s_ml.status.clock import PhaseClock
-from airflow_k8s_ml.status.kueue import (
-    JOB_UID_LABEL,
-    KUEUE_API_VERSION,
-    POSITION_REFRESH,
-    PositionAsked,
-    QueueState,
-    follow,
-    next_position_ask,
-    queued_job_uid,
-    workload_for,
-)
+from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, KUEUE_API_VERSION, PositionAsked, queued_job_uid
 from airflow_k8s_ml.status.pod import owned_by
-from airflow_k8s_ml.status.rollout_progress import RolloutProgress, progress_line
-from airflow_k8s_ml.status.wait import Decision, Observation, Target, decide, uid_of
-from airflow_k8s_ml.triggers.diagnostics import MAX_PODS, failed_pods, failure_message, pod_report
+from airflow_k8s_ml.status.wait import Target, uid_of
+from airflow_k8s_ml.status.wait_report import Diagnose, Look, Said, position_ask, report
+from airflow_k8s_ml.triggers.diagnostics import final_event, log_source, pod_report, pods_to_read
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
-from airflow_k8s_ml.triggers.logs import MAX_LINE, LogRelay, stream_keys
+from airflow_k8s_ml.triggers.logs import LogRelay, stream_keys
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.async_client import AsyncKube
     from airflow_k8s_ml.kube.resources import Resource
 
-__all__ = ["API_UNREACHABLE_TIMEOUT", "LogState", "WaitSpec", "api_unreachable_timeout", "wait"]
+__all__ = ["LogState", "Timings", "WaitSpec", "wait"]
 
 #: Kueue's Workload (``kueue.x-k8s.io/v1beta1``), watched for queued jobs.
 KUEUE_WORKLOAD = resource_for(KUEUE_API_VERSION, "Workload")
-#: Re-evaluate at least this often even without changes (belt and braces; a watch delivers changes).
-HEARTBEAT = 60.0
-#: How long the log streams may take to deliver their last lines before the event (an upper bound: the
-#: wait ends as soon as they have; 1 s lost whole logs of short runs on a loaded machine).
-LOG_DRAIN = 10.0
-#: How often to re-GET a workload the watch does not show (yet).
-REFETCH = 5.0
 #: The longest a wait waits for Kueue's visibility API to answer (its GET is retried like any other).
 POSITION_TIMEOUT = 5.0
-#: ``[airflow_k8s_ml] api_unreachable_timeout`` when the option is not set: 15 minutes.
-API_UNREACHABLE_TIMEOUT = 900.0
-
-
-def _option(name: str, fallback: float) -> float:
-    """A positive ``[airflow_k8s_ml]`` option (:mod:`airflow_k8s_ml.config`); ``fallback`` for a bad value."""
-    from airflow_k8s_ml.config import get_float
-
-    try:
-        value = get_float(name)
-    except (ValueError, TypeError):
-        return fallback
-    return value if value > 0 else fallback
-
-
-def api_unreachable_timeout() -> float:
-    """Seconds an API server may stay unreachable before a wait fails: ``[airflow_k8s_ml]
-    api_unreachable_timeout``, else 15 minutes (also for a bad value)."""
-    return _option("api_unreachable_timeout", API_UNREACHABLE_TIMEOUT)
-
-
-class Timings(NamedTuple):
-    """The wait's timings from the provider's config, read once per wait (in-memory lookups)."""
-
-    heartbeat: float = HEARTBEAT
-    refetch: float = REFETCH
-    log_drain: float = LOG_DRAIN
-    max_line: int = MAX_LINE
-    position_refresh: float = POSITION_REFRESH
-
-    @classmethod
-    def configured(cls) -> Timings:
-        return cls(
-            position_refresh=_option("kueue_position_seconds", POSITION_REFRESH),
-            heartbeat=_option("trigger_heartbeat_seconds", HEARTBEAT),
-            refetch=_option("trigger_refetch_seconds", REFETCH),
-            log_drain=_option("log_relay_drain_seconds", LOG_DRAIN),
-            max_line=int(_option("log_relay_max_line", MAX_LINE)),
-        )
+#: The wait's timings (heartbeat, refetch, log drain, longest relayed line, position refresh, unreachable
+#: API budget): the provider's waiting options, parsed once for both waits.
+Timings = WaitTimings
 
 
 @dataclass(frozen=True)
@@ -151,9 +101,7 @@ async def wait(spec: WaitSpec, logs: LogState, log: Any) -> WorkloadEvent:
             registry.subscribe(key, spec.target.name, wake, kube=kube, poll_interval=spec.poll_interval)
         )
         stack.push_async_callback(logs.close)
-        waiter = Waiter(
-            spec, logs, log, kube, workload, wake, stack, api_unreachable_timeout(), Timings.configured()
-        )
+        waiter = Waiter(spec, logs, log, kube, workload, wake, stack, WaitTimings.configured())
         while True:
             wake.clear()
             event = await waiter.evaluate()
@@ -166,11 +114,8 @@ async def wait(spec: WaitSpec, logs: LogState, log: Any) -> WorkloadEvent:
                     await wake.wait()
 
 
-DEFAULT_TIMINGS = Timings()
-
-
 class Waiter:
-    """The state of one wait: the subscriptions, the phase clock, the log relay; reports the decision."""
+    """The state of one wait: the subscriptions, what it said so far (:class:`Said`), the log relay."""
 
     def __init__(
         self,
@@ -181,8 +126,7 @@ class Waiter:
         workload: Subscription,
         wake: asyncio.Event,
         stack: contextlib.AsyncExitStack,
-        unreachable_timeout: float = API_UNREACHABLE_TIMEOUT,
-        timings: Timings = DEFAULT_TIMINGS,
+        timings: WaitTimings,
     ) -> None:
         self.spec = spec
         self.target = spec.target
@@ -194,16 +138,11 @@ class Waiter:
         self.stack = stack
         self.pods_sub: Subscription | None = None
         self.queue_sub: Subscription | None = None  # the job's Kueue Workload (queued jobs only)
-        self.queue: QueueState | None = None  # its last state read (logged once per change)
-        self.position_asked: PositionAsked | None = None  # the visibility API's last ask ...
-        self.pending: dict[str, Any] | None = None  # ... and its answer (None: no position known)
-        self.clock = PhaseClock()
+        self.said = Said()
         self.next_look_at: float | None = None
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
         self.warned_pods = False
-        self.rollout: RolloutProgress | None = None  # the counts last logged (Deployment waits only)
-        self.unreachable_timeout = unreachable_timeout
         self.timings = timings
 
     def _subscriptions(self) -> list[Subscription]:
@@ -225,7 +164,7 @@ class Waiter:
         down = self._unreachable_for()
         if down is None:
             return self.timings.heartbeat
-        return max(self.unreachable_timeout - down[0], 0.0) + 0.001
+        return max(self.timings.unreachable - down[0], 0.0) + 0.001
 
     def _sleep_for(self, now: float) -> float:
         pods_listing = self.pods_sub is not None and not self.pods_sub.synced and self.pods_sub.error is None
@@ -234,7 +173,7 @@ class Waiter:
         heartbeat = self.timings.heartbeat
         expires = self.next_look_at
         sleep = heartbeat if expires is None else min(max(expires - now, 0.0) + 0.001, heartbeat)
-        asked, queue = self.position_asked, self.queue
+        asked, queue = self.said.asked, self.said.queue
         if asked is not None and queue is not None and not queue.admitted and not queue.finished:
             sleep = min(sleep, max(asked.at + self.timings.position_refresh - now, 0.0) + 0.001)
         return sleep
@@ -242,12 +181,12 @@ class Waiter:
     def _unreachable(self) -> WorkloadEvent | None:
         """The error event once the API server has been unreachable for the whole budget."""
         down = self._unreachable_for()
-        if down is None or down[0] < self.unreachable_timeout:
+        if down is None or down[0] < self.timings.unreachable:
             return None
         from datetime import timedelta
 
         elapsed, sub = down
-        budget = format_limit(timedelta(seconds=self.unreachable_timeout))
+        budget = format_limit(timedelta(seconds=self.timings.unreachable))
         message = (
             f"API server {sub.endpoint} unreachable for {format_limit(timedelta(seconds=round(elapsed)))} "
             f"(api_unreachable_timeout {budget}) while waiting for {self.target.what}; last error: "
@@ -259,7 +198,8 @@ class Waiter:
         )
 
     async def evaluate(self) -> WorkloadEvent | None:
-        """Gather one observation, decide, act: an event when the wait is over, else None."""
+        """Gather one look, have it reported (:func:`~airflow_k8s_ml.status.wait_report.report`), log and
+        gather what the report says: an event when the wait is over, else None."""
         unreachable = self._unreachable()
         if unreachable is not None:
             return unreachable
@@ -272,40 +212,43 @@ class Waiter:
             )
         if not self.workload.synced:
             return None
-        obj = await self._workload()
-        observed = await self._observe(obj)
-        decision = decide(
-            self.target, observed, now=time.time(), deadlines=self.spec.deadlines, clock=self.clock
-        )
-        self.clock, self.next_look_at = decision.clock, decision.next_look_at
-        if not decision.done:
+        look = await self._look(await self._workload())
+        now = time.time()
+        ask = position_ask(self.target, look, self.said, now=now, every=self.timings.position_refresh)
+        if ask is not None:
+            self.said = self.said.answered(ask, await self._pending(ask))
+        told = report(self.target, look, self.said, now=now, deadlines=self.spec.deadlines)
+        self.said, self.next_look_at = told.said, told.decision.next_look_at
+        for line in told.lines:
+            getattr(self.log, line.level)("%s", line.text)
+        if not told.decision.done:
             return None
-        event = await self._report(decision, obj, list(observed.pods or ()))
-        admitted_at = self.queue.admitted_at if self.queue is not None else None
-        return replace(event, admitted_at=admitted_at) if admitted_at else event
+        if told.drain_logs:
+            if self.logs.relay is not None:
+                await self.logs.relay.drain(self.timings.log_drain)
+            if self.logs.writer is not None:  # before the event: a crash after it replays nothing
+                await self.logs.writer.flush()
+        reports, warnings = await self._diagnose(told.diagnose) if told.diagnose else ([], [])
+        return final_event(told, self.target, reports, warnings, self.logs.cursor())
 
-    async def _observe(self, obj: Mapping[str, Any] | None) -> Observation:
-        """The workload, its pods (None while their watch lists), or its tombstone if it is gone."""
+    async def _look(self, obj: Mapping[str, Any] | None) -> Look:
+        """The workload, its pods (None while their watch lists) and Kueue Workloads, or its tombstone."""
         if obj is None:
-            return Observation(None, tombstone=self.workload.tombstones.get(self.target.name))
+            return Look(None, tombstone=self.workload.tombstones.get(self.target.name))
         if self.target.uid and uid_of(obj) != self.target.uid:
-            return Observation(obj)  # replaced: decided without pods (not ours)
+            return Look(obj)  # replaced: decided without pods (not ours)
         self.logs.seen_uid = uid_of(obj)
-        if self.target.kind == "Deployment":  # rollout progress: one line per change of the replica counts
-            self.rollout, line = progress_line(obj, self.rollout)
-            if line is not None:
-                self.log.info("%s", line)
-        queue = await self._queue(obj)
+        workloads = await self._workloads(obj)
         pods = await self._pods(obj)
         if pods is not None and self.logs.relay is not None:
             self.logs.relay.update(pods)
-        return Observation(obj, pods, queue=queue)
+        gone = list(self.pods_sub.tombstones.values()) if self.pods_sub is not None else []
+        return Look(obj, pods, workloads=workloads, gone_pods=gone)
 
-    async def _queue(self, obj: Mapping[str, Any]) -> QueueState | None:
-        """A queued job's Kueue Workload, from a watch of ``workloads.kueue.x-k8s.io`` in the namespace
-        selected by upstream's ``kueue.x-k8s.io/job-uid`` label; each change of its state is logged once.
-        No Kueue installed (the LIST answers 404) or no right to list: None, silently - the wait goes on
-        as without a queue."""
+    async def _workloads(self, obj: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
+        """A queued job's Kueue Workloads, from a watch of ``workloads.kueue.x-k8s.io`` in the namespace
+        selected by upstream's ``kueue.x-k8s.io/job-uid`` label. No Kueue installed (the LIST answers 404)
+        or no right to list: None, silently - the wait goes on as without a queue."""
         uid = queued_job_uid(obj)
         if uid is None:
             return None
@@ -315,33 +258,22 @@ class Waiter:
                 get_registry().subscribe(key, uid, self.wake, kube=self.kube)
             )
         if self.queue_sub.error is not None or not self.queue_sub.synced:
-            return self.queue
-        workloads = list(self.queue_sub.objects().values())
-        await self._ask_position(workload_for(workloads, uid))
-        self.queue, line = follow(self.queue, workloads, uid, self.target.what, self.pending)
-        if line is not None:
-            self.log.info("%s", line)
-        return self.queue
+            return None
+        return list(self.queue_sub.objects().values())
 
-    async def _ask_position(self, found: Mapping[str, Any] | None) -> None:
-        """Kueue's visibility API for the LocalQueue's pending workloads, when :func:`next_position_ask` says
-        so (one GET per change of the Workload, else every ``kueue_position_seconds``, never once it is
-        admitted). No visibility API (404), no RBAC (403), any failure: no position, silently - the wait
-        goes on as without it."""
-        ask = next_position_ask(found, self.position_asked, time.time(), self.timings.position_refresh)
-        if ask is None:
-            return
-        self.position_asked = ask
+    async def _pending(self, ask: PositionAsked) -> dict[str, Any] | None:
+        """The LocalQueue's pending workloads from Kueue's visibility API. No visibility API (404), no RBAC
+        (403), any failure: no position, silently - the wait goes on as without it."""
         try:
             async with asyncio.timeout(POSITION_TIMEOUT):
-                self.pending = await self.kube.pending_workloads(ask.queue, self.target.namespace)
+                return await self.kube.pending_workloads(ask.queue, self.target.namespace)
         except Exception as exc:  # an optional nicety: any failure means "no position"
             self.log.debug("no queue position for %s: %s", self.target.what, exc)
-            self.pending = None
+            return None
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch
-        may lag a just-created object: a GET decides (again at most every :data:`REFETCH` seconds)."""
+        may lag a just-created object: a GET decides (again at most every ``trigger_refetch_seconds``)."""
         name = self.target.name
         obj = self.workload.get(name)
         if obj is not None or name in self.workload.tombstones:
@@ -405,70 +337,37 @@ class Waiter:
             relay.on_relayed = writer.mark
             self.logs.writer = writer
 
-    async def _report(
-        self, decision: Decision, obj: Mapping[str, Any] | None, pods: list[Mapping[str, Any]]
-    ) -> WorkloadEvent:
-        """Act on a final decision: drain the relay, read the failed (on a deadline: every) pod, report."""
-        if decision.verdict in ("succeeded", "failed"):
-            if self.logs.relay is not None:
-                await self.logs.relay.drain(self.timings.log_drain)
-            if self.logs.writer is not None:  # before the event: a crash after it replays nothing
-                await self.logs.writer.flush()
-        if decision.verdict == "deadline":
-            self.log.warning("%s: %s", self.target.what, decision.message)
-        if obj is None or decision.vanished or decision.verdict not in ("failed", "deadline"):
-            return WorkloadEvent.decided(decision, self.target, log_cursor=self.logs.cursor())
-        reports, warnings = await self._diagnose(obj, pods)
-        message = decision.message
-        if decision.verdict == "failed":
-            t = self.target
-            message = failure_message(t.kind, t.namespace, t.name, decision.state, reports)
-        return WorkloadEvent.decided(
-            decision,
-            self.target,
-            message=message,
-            pods=reports,
-            warnings=warnings,
-            log_cursor=self.logs.cursor(),
-        )
-
-    async def _diagnose(
-        self, obj: Mapping[str, Any], pods: list[Mapping[str, Any]]
-    ) -> tuple[list[dict[str, Any]], list[str]]:
-        """Failed pods (incl. deleted ones) with their last lines, and Warning events. Never raises."""
-        gone = list(self.pods_sub.tombstones.values()) if self.pods_sub is not None else []
-        seen = {uid_of(p) for p in pods}
-        candidates = pods + [p for p in gone if uid_of(p) not in seen and owned_by(p, uid_of(obj))]
+    async def _diagnose(self, diagnose: Diagnose) -> tuple[list[dict[str, Any]], list[str]]:
+        """The pods the report chose, with their last lines, and the Warning events. Never raises."""
         reports = []
-        for pod in failed_pods(candidates)[:MAX_PODS]:
-            lines, relayed = await self._last_lines(pod)
+        for pod in pods_to_read(diagnose):
+            lines, relayed = await self._last_lines(pod, diagnose.lines)
             report = pod_report(pod, lines)
             if relayed:
                 report["relayed"] = True  # already in the task log: the operator does not print them again
             reports.append(report)
         warnings: list[str] = []
         try:
-            warnings = await self.kube.warning_events(obj, candidates, limit=10)
+            warnings = await self.kube.warning_events(diagnose.obj, diagnose.pods, limit=diagnose.warnings)
         except Exception as exc:
             self.log.warning("could not read Warning events of %s: %s", self.target.what, exc)
         return reports, warnings
 
-    async def _last_lines(self, pod: Mapping[str, Any]) -> tuple[list[str], bool]:
+    async def _last_lines(self, pod: Mapping[str, Any], count: int) -> tuple[list[str], bool]:
         """The pod's last lines, and whether they were relayed into the task log (from the relay's tail)."""
         relay = self.logs.relay
-        keys = stream_keys(pod)
         if relay is not None:
-            lines = [line for _, key in keys for line in relay.last_lines(key)]
+            lines = [line for _, key in stream_keys(pod) for line in relay.last_lines(key)]
             if lines:
-                return lines[-20:], True
-        if not keys or not (pod.get("status") or {}).get("containerStatuses"):
+                return lines[-count:] if count else [], True
+        source = log_source(pod)
+        if source is None:
             return [], False
-        name = str((pod.get("metadata") or {}).get("name"))
         try:
-            text = await self.kube.log_tail(name, self.target.namespace, keys[0][0], 20)
+            text = await self.kube.log_tail(source[0], self.target.namespace, source[1], count)
         except Exception as exc:
             return [f"(no logs: {exc})"], False
-        return text.splitlines()[-20:], False
+        return text.splitlines()[-count:] if count else [], False
 
 
 #: Set last: a module another thread is still importing is not used from the loop (its import lock).

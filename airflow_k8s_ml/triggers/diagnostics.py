@@ -1,5 +1,8 @@
 """What went wrong, in a few hundred bytes (pure): failed pods first-failure-first, and the event message.
 
+Both waits (the triggerer's and the worker's) gather what a :class:`~airflow_k8s_ml.status.wait_report.Report`
+asks (:func:`pods_to_read`, :func:`log_source` for each) and send :func:`final_event`.
+
 Why in the trigger: the event is what the operator fails with, so it should already say which replica
 died first, with its exit code and last lines (distributed runs: the others usually fail *because* of it),
 without the worker asking the cluster again. Kept small on purpose (it is stored in the metadata DB):
@@ -9,12 +12,27 @@ at most :data:`MAX_PODS` pods and ~20 lines each.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import replace
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.kube.resources import replica_name
 from airflow_k8s_ml.status import WorkloadState, pod_problem
+from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["MAX_PODS", "failed_pods", "failure_message", "pod_report"]
+if TYPE_CHECKING:
+    from airflow_k8s_ml.status.wait import Target
+    from airflow_k8s_ml.status.wait_report import Diagnose, Report
+
+__all__ = [
+    "MAX_PODS",
+    "event_report",
+    "failed_pods",
+    "failure_message",
+    "final_event",
+    "log_source",
+    "pod_report",
+    "pods_to_read",
+]
 
 MAX_PODS = 5
 MAX_LINE = 300
@@ -92,3 +110,69 @@ def failure_message(
     for report in others:
         text += f"\n  [{report['replica']}] {report['problem'] or 'failed'}"
     return text
+
+
+def pods_to_read(diagnose: Diagnose) -> list[Mapping[str, Any]]:
+    """The pods whose last lines the event carries: failed ones first-failure-first, then (on a deadline)
+    the others; at most :data:`MAX_PODS`."""
+    chosen = failed_pods(diagnose.pods)
+    if diagnose.every_pod:
+        chosen += [pod for pod in diagnose.pods if all(pod is not c for c in chosen)]
+    return chosen[:MAX_PODS]
+
+
+def log_source(pod: Mapping[str, Any]) -> tuple[str, str] | None:
+    """(pod name, container) to read a pod's last lines from: its first container; None when no container
+    ever started (there is no log to read)."""
+    containers = (pod.get("spec") or {}).get("containers") or []
+    if not containers or not (pod.get("status") or {}).get("containerStatuses"):
+        return None
+    return str((pod.get("metadata") or {}).get("name")), str(containers[0].get("name"))
+
+
+def final_event(
+    report: Report,
+    target: Target,
+    reports: Sequence[dict[str, Any]] = (),
+    warnings: Sequence[str] = (),
+    log_cursor: dict[str, Any] | None = None,
+) -> WorkloadEvent:
+    """The event a final report sends, with the diagnostics it asked for (a failure names its first failed
+    pod in the message) and when Kueue admitted the job."""
+    decision = report.decision
+    message = None
+    if decision.verdict == "failed" and report.diagnose is not None:
+        message = failure_message(target.kind, target.namespace, target.name, decision.state, reports)
+    event = WorkloadEvent.decided(
+        decision, target, message=message, pods=list(reports), warnings=list(warnings), log_cursor=log_cursor
+    )
+    return replace(event, admitted_at=report.admitted_at) if report.admitted_at else event
+
+
+def event_report(
+    what: str, state: WorkloadState, pods: Iterable[Mapping[str, Any]], warnings: Iterable[str]
+) -> str:
+    """Multi-line text for the task log: final state, each failed pod (first failure first) with its exit
+    code, problem and last log lines, then the Warning events - written before anything is deleted.
+
+    A pod whose report is marked ``relayed`` had its log relayed into the task log by the trigger: its last
+    lines are not printed a second time (every training line appears once in the task log)."""
+    lines = [f"{what}: {state.summary()}"]
+    for pod in pods:
+        exit_code = pod.get("exit_code")
+        replica, name = pod.get("replica"), pod.get("pod")
+        head = f"pod {name}" if replica in (None, name) else f"[{replica}] pod {name}"
+        if exit_code is not None:
+            head += f" exited {exit_code}"
+        if pod.get("problem"):
+            head += f": {pod['problem']}"
+        lines.append(head)
+        if pod.get("relayed") and pod.get("last_lines"):
+            lines.append("  (its last lines are in the log above)")
+        else:
+            lines += [f"  | {line}" for line in pod.get("last_lines") or []]
+    warnings = list(warnings)
+    if warnings:
+        lines.append("Warning events:")
+        lines += [f"  {warning}" for warning in warnings]
+    return "\n".join(lines)

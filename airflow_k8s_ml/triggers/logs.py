@@ -67,6 +67,7 @@ def timestamp_key(stamp: str) -> tuple[int, int] | None:
 CLOSE_ROUNDS = 10
 CLOSE_ROUND_SECONDS = 0.5
 
+
 class LineFilter:
     """Drops lines already relayed before a reconnect: older than the cursor, or the first ``n`` lines
     carrying exactly the cursor's timestamp."""

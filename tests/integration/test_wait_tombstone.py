@@ -13,7 +13,8 @@ from typing import Any
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.operators.record import WorkloadRecord
-from airflow_k8s_ml.operators.waiting import WaitSettings, WorkloadLooker
+from airflow_k8s_ml.operators.wait_settings import WaitSettings
+from airflow_k8s_ml.triggers.sync_wait import WorkloadLooker
 from tests.cluster_fixtures import wait_for
 
 from .workload_helpers import complete, in_thread, job, run_trigger, trigger_for

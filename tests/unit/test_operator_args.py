@@ -17,7 +17,7 @@ from airflow_k8s_ml.operators._args import (
     substitute_resume,
     to_timedelta,
 )
-from airflow_k8s_ml.operators.waiting import WaitSettings, check_wait_args
+from airflow_k8s_ml.operators.wait_settings import WaitSettings, check_wait_args
 
 
 def test_is_templated_looks_inside_containers() -> None:

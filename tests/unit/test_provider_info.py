@@ -120,12 +120,18 @@ def test_airflow_reads_the_config_defaults_and_overrides(tmp_path: Path) -> None
     assert _last_line_in_airflow(tmp_path, code, {"trigger_heartbeat_seconds": "120"}) == "900 120.0 ''"
 
 
-def test_the_trigger_reads_its_timings_from_the_config(tmp_path: Path) -> None:
-    """A declared waiting option changes what a wait does (no option is declared and then ignored)."""
+def test_the_waits_read_their_timings_from_the_config(tmp_path: Path) -> None:
+    """A declared waiting option changes what a wait does (no option is declared and then ignored); a value
+    that is not positive reads as the declared default."""
     code = (
-        "from airflow_k8s_ml.triggers._waiter import Timings\n"
-        "print(tuple(Timings.configured()), tuple(Timings()))\n"
+        "from airflow_k8s_ml.config import WaitTimings\n"
+        "print(tuple(WaitTimings.configured()), tuple(WaitTimings()))\n"
     )
-    options = {"trigger_heartbeat_seconds": "7", "log_relay_max_line": "80", "kueue_position_seconds": "3"}
-    expected = "(7.0, 5.0, 10.0, 80, 3.0) (60.0, 5.0, 10.0, 500, 30.0)"
+    options = {
+        "trigger_heartbeat_seconds": "7",
+        "log_relay_max_line": "80",
+        "kueue_position_seconds": "3",
+        "api_unreachable_timeout": "-1",
+    }
+    expected = "(7.0, 5.0, 10.0, 80, 3.0, 900.0) (60.0, 5.0, 10.0, 500, 30.0, 900.0)"
     assert _last_line_in_airflow(tmp_path, code, options) == expected

@@ -1,8 +1,8 @@
 """Layer rule, sensors half: ``sensors/`` imports no private operator module (``operators._*``), directly
 or through the package modules it imports - what the sensors share with the operators lives in public
-modules (``operators.waiting``, ``operators.wait_settings``, ``operators.record``, ``operators.templating``,
-``operators.outcome``) or in ``status/``. Read from the source (imports inside functions count too), so it
-holds whatever runs first."""
+modules (``operators.wait_settings``, ``operators.record``, ``operators.templating``, ``operators.outcome``)
+or in ``status/``; they wait through the same public module as the operators (``triggers.sync_wait``).
+Read from the source (imports inside functions count too), so it holds whatever runs first."""
 
 from __future__ import annotations
 
@@ -55,3 +55,9 @@ def test_sensors_import_no_private_operator_module() -> None:
     reached = _reachable(sensors)
     private = {name: via for name, via in reached.items() if _is_private_operator_module(name)}
     assert not private, f"private operator modules reached from sensors/ (module: imported by): {private}"
+
+
+def test_sensors_wait_through_the_same_public_module_as_the_operators() -> None:
+    sensors = set().union(*(_imports(path) for path in (PACKAGE / "sensors").glob("*.py")))
+    operators = set().union(*(_imports(path) for path in (PACKAGE / "operators").glob("*.py")))
+    assert "airflow_k8s_ml.triggers.sync_wait" in sensors & operators
