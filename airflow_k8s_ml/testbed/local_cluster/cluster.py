@@ -117,11 +117,15 @@ class LocalCluster:
             controller.attach()
             self.controllers.append(controller)
 
-    def controller(self, name: str) -> Controller:
-        return next(c for c in self.controllers if c.name == name)
-
     def running_controller(self, name: str) -> Controller | None:
         return next((c for c in self.controllers if c.name == name), None)
+
+    def controller(self, name: str) -> Controller:
+        """The controller of that name, which must be running (tests reach a controller's state)."""
+        running = self.running_controller(name)
+        if running is None:
+            raise LookupError(f"no controller {name!r}")
+        return running
 
     # -- lifecycle ---------------------------------------------------------------------------------
     async def start(self) -> None:

@@ -15,6 +15,7 @@ import logging
 import secrets
 import weakref
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from aiohttp import web
@@ -39,7 +40,7 @@ from .responses import JSON, json_response, status_response
 from .selectors import parse_field_selector, supported_fields
 from .services import SubresourceHandler
 from .settings import ClusterSettings
-from .store import Change, Obj, Store
+from .store import Change, Obj, Store, Watch
 from .watch_encoding import EventCache, encode_event, write_chunked
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -408,19 +409,13 @@ class ApiServer:
     async def watch(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
         rt = _rt(target)
         matches = self._matcher(request, rt)
-        requested = request.query.get("resourceVersion") or ""
-        timeout = float(request.query.get("timeoutSeconds") or 0) or None
-        bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
-        as_table = tables.wants_table(request.headers.get("Accept", ""))
-        since = int(requested) if requested not in ("", "0") else None
-        if requested and requested != "0" and not requested.isdigit():
-            raise errors.bad_request(f'invalid resource version "{requested}"')
+        asked = _watch_request(request)
         response = web.StreamResponse(headers={"Content-Type": JSON})
         response.enable_chunked_encoding()
         await response.prepare(request)
 
         async def send(event_type: str, obj: Obj) -> None:
-            if as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
+            if asked.as_table and event_type in ("ADDED", "MODIFIED", "DELETED"):
                 table = tables.to_table([obj], rt.kind, obj["metadata"]["resourceVersion"])
                 await write_chunked(response, encode_event(event_type, table))
                 return
@@ -429,19 +424,19 @@ class ApiServer:
 
         faults = self.cluster.faults
         try:
-            if since is not None and faults.expire_resumes:
-                raise errors.expired(requested, self.store.resource_version)
-            w, backlog = self.store.watch(rt, target.namespace, since)
+            if asked.since is not None and faults.expire_resumes:
+                raise errors.expired(asked.resource_version, self.store.resource_version)
+            w, backlog = self.store.watch(rt, target.namespace, asked.since)
         except errors.StatusError as exc:
             await send("ERROR", exc.status())
             await response.write_eof()
             return response
         # The initial state is a snapshot of references taken now, synchronously with the registration.
-        initial = [o for o in self.store.iter(rt, target.namespace)] if since is None else []
+        initial = [o for o in self.store.iter(rt, target.namespace)] if asked.since is None else []
         self.cluster.metrics.longrunning[rt.plural] += 1
         loop = asyncio.get_running_loop()
         w.on_overflow = self._abort_if_stuck(request, rt)
-        deadline = loop.time() + timeout if timeout else None
+        deadline = loop.time() + asked.timeout if asked.timeout else None
         if faults.close_watches_after:
             cut = loop.time() + faults.close_watches_after
             deadline = min(deadline, cut) if deadline else cut
@@ -457,31 +452,7 @@ class ApiServer:
                     break
                 await self._send_change(send, rt, change, matches)
             backlog.clear()
-            bookmark_every = self.cluster.settings.bookmark_interval if bookmarks else None
-            next_bookmark = loop.time() + bookmark_every if bookmark_every else None
-            while not w.overflowed:
-                wait_for: builtins.list[float] = [t for t in (deadline, next_bookmark) if t is not None]
-                timeout_left = max(min(wait_for) - loop.time(), 0) if wait_for else None
-                try:
-                    live = await w.next(timeout_left)
-                except TimeoutError:
-                    now = loop.time()
-                    if deadline is not None and now >= deadline:
-                        break
-                    if next_bookmark is not None and now >= next_bookmark and bookmark_every:
-                        await send(
-                            "BOOKMARK",
-                            {
-                                "kind": rt.kind,
-                                "apiVersion": rt.api_version,
-                                "metadata": {"resourceVersion": str(self.store.resource_version)},
-                            },
-                        )
-                        next_bookmark = now + bookmark_every
-                    continue
-                if live is None:
-                    break
-                await self._send_change(send, rt, live, matches)
+            await self._follow(w, send, rt, matches, deadline, asked.bookmarks)
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:
@@ -490,6 +461,44 @@ class ApiServer:
         with contextlib.suppress(ConnectionResetError, RuntimeError):
             await response.write_eof()
         return response
+
+    async def _follow(
+        self,
+        w: Watch,
+        send: Callable[[str, Obj], Awaitable[None]],
+        rt: ResourceType,
+        matches: Callable[[Obj], bool],
+        deadline: float | None,
+        bookmarks: bool,
+    ) -> None:
+        """Live changes after the initial state and the backlog, with a bookmark every
+        ``bookmark_interval`` when asked, until the deadline, an overflow or the watch is closed."""
+        loop = asyncio.get_running_loop()
+        bookmark_every = self.cluster.settings.bookmark_interval if bookmarks else None
+        next_bookmark = loop.time() + bookmark_every if bookmark_every else None
+        while not w.overflowed:
+            wait_for: builtins.list[float] = [t for t in (deadline, next_bookmark) if t is not None]
+            timeout_left = max(min(wait_for) - loop.time(), 0) if wait_for else None
+            try:
+                live = await w.next(timeout_left)
+            except TimeoutError:
+                now = loop.time()
+                if deadline is not None and now >= deadline:
+                    break
+                if next_bookmark is not None and now >= next_bookmark and bookmark_every:
+                    await send(
+                        "BOOKMARK",
+                        {
+                            "kind": rt.kind,
+                            "apiVersion": rt.api_version,
+                            "metadata": {"resourceVersion": str(self.store.resource_version)},
+                        },
+                    )
+                    next_bookmark = now + bookmark_every
+                continue
+            if live is None:
+                break
+            await self._send_change(send, rt, live, matches)
 
     def _abort_if_stuck(self, request: web.Request, rt: ResourceType) -> Callable[[], None]:
         """What happens when a watcher falls too far behind: it is closed, as the API server's cacher
@@ -581,6 +590,29 @@ class ApiServer:
         if policy not in (None, "Orphan", "Background", "Foreground"):
             raise errors.bad_request(f'DeleteOptions.propagationPolicy: Unsupported value: "{policy}"')
         return options
+
+
+@dataclass(frozen=True)
+class _WatchRequest:
+    """What a watch asks for: where to start (``since`` None: the current state first), how long, whether
+    with bookmarks, and whether as Table rows."""
+
+    resource_version: str
+    since: int | None
+    timeout: float | None
+    bookmarks: bool
+    as_table: bool
+
+
+def _watch_request(request: web.Request) -> _WatchRequest:
+    requested = request.query.get("resourceVersion") or ""
+    timeout = float(request.query.get("timeoutSeconds") or 0) or None
+    bookmarks = _truthy(request.query.get("allowWatchBookmarks"))
+    as_table = tables.wants_table(request.headers.get("Accept", ""))
+    since = int(requested) if requested not in ("", "0") else None
+    if requested and requested != "0" and not requested.isdigit():
+        raise errors.bad_request(f'invalid resource version "{requested}"')
+    return _WatchRequest(requested, since, timeout, bookmarks, as_table)
 
 
 def _rt(target: routing.Target) -> ResourceType:

@@ -288,15 +288,7 @@ class Store:
         current = self._bucket(rt).get(key)
         if current is None:
             raise errors.not_found(rt.group, rt.plural, name)
-        if precondition_uid and precondition_uid != current["metadata"]["uid"]:
-            raise errors.StatusError(
-                409,
-                "Conflict",
-                f'Operation cannot be fulfilled on {rt.qualified} "{name}": Precondition failed: '
-                f"UID in precondition: {precondition_uid}, UID in object meta: {current['metadata']['uid']}",
-            )
-        if precondition_rv and precondition_rv != current["metadata"]["resourceVersion"]:
-            raise errors.conflict(rt.group, rt.plural, name)
+        _check_preconditions(rt, current, precondition_uid, precondition_rv)
         policy = propagation or rt.default_propagation
         if dry_run:
             return True, copy.deepcopy(current)
@@ -559,3 +551,19 @@ class Store:
 
 def _spec_of(obj: Obj) -> dict[str, Any]:
     return {k: v for k, v in obj.items() if k not in _NON_SPEC_KEYS}
+
+
+def _check_preconditions(
+    rt: ResourceType, current: Obj, uid: str | None, resource_version: str | None
+) -> None:
+    """A DELETE's preconditions against the stored object: 409 Conflict when one does not hold."""
+    meta = current["metadata"]
+    if uid and uid != meta["uid"]:
+        raise errors.StatusError(
+            409,
+            "Conflict",
+            f'Operation cannot be fulfilled on {rt.qualified} "{meta["name"]}": Precondition failed: '
+            f"UID in precondition: {uid}, UID in object meta: {meta['uid']}",
+        )
+    if resource_version and resource_version != meta["resourceVersion"]:
+        raise errors.conflict(rt.group, rt.plural, meta["name"])

@@ -220,29 +220,8 @@ class HPAController(Controller):
     ) -> tuple[int, str, list[Obj]]:
         """``computeReplicasForMetrics``: the highest proposal; fails when every metric failed (or some failed
         and the others would scale down)."""
-        selector_text = (scale.get("status") or {}).get("selector") or ""
-        try:
-            selector = parse_label_selector(selector_text) if selector_text else None
-        except SelectorError:
-            selector = None
-        if selector is None:
-            self._event(hpa, "Warning", "SelectorRequired", "selector is required")
-            set_condition(
-                conditions,
-                "ScalingActive",
-                "False",
-                "InvalidSelector",
-                "the HPA target's scale is missing a selector",
-                now,
-            )
-            raise MetricsFailed("selector is required", [])
         namespace = hpa["metadata"]["namespace"]
-        pods = [
-            p
-            for p in self.store.iter(PODS, namespace)
-            if is_active(p) and selector.matches(p["metadata"].get("labels") or {})
-        ]
-        counts = PodCounts(sum(1 for p in pods if is_ready(p)), sum(1 for p in pods if not is_ready(p)))
+        counts = self._pod_counts(hpa, scale, conditions, now)
         spec_replicas = int((scale.get("spec") or {}).get("replicas") or 0)
         names = (hpa["metadata"]["name"], target["metadata"]["name"])
         metrics = (hpa.get("spec") or {}).get("metrics") or []
@@ -283,6 +262,32 @@ class HPAController(Controller):
             now,
         )
         return replicas, metric_name, statuses
+
+    def _pod_counts(self, hpa: Obj, scale: Obj, conditions: list[Obj], now: float) -> PodCounts:
+        """Ready and unready active pods of the target, found by its scale's selector; fails (and says so
+        in ``ScalingActive``) when the scale has no valid selector."""
+        selector_text = (scale.get("status") or {}).get("selector") or ""
+        try:
+            selector = parse_label_selector(selector_text) if selector_text else None
+        except SelectorError:
+            selector = None
+        if selector is None:
+            self._event(hpa, "Warning", "SelectorRequired", "selector is required")
+            set_condition(
+                conditions,
+                "ScalingActive",
+                "False",
+                "InvalidSelector",
+                "the HPA target's scale is missing a selector",
+                now,
+            )
+            raise MetricsFailed("selector is required", [])
+        pods = [
+            p
+            for p in self.store.iter(PODS, hpa["metadata"]["namespace"])
+            if is_active(p) and selector.matches(p["metadata"].get("labels") or {})
+        ]
+        return PodCounts(sum(1 for p in pods if is_ready(p)), sum(1 for p in pods if not is_ready(p)))
 
     def _rescale(
         self,
