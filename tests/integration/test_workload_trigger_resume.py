@@ -141,10 +141,10 @@ async def test_an_unreachable_api_server_fails_the_wait_after_the_configured_tim
         assert time.monotonic() < deadline
         await asyncio.sleep(0.05)
     endpoint = fresh_cluster.url
+    stopping = time.monotonic()  # the budget counts from the first failed request, after this
     await in_thread(fresh_cluster.stop)  # the API server goes away for good
-    stopped = time.monotonic()
     event = await task
-    waited = time.monotonic() - stopped
+    waited = time.monotonic() - stopping
     assert event.outcome == "error"
     assert event.message.startswith(f"API server {endpoint} unreachable for ")
     assert (
