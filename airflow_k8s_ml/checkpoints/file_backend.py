@@ -12,7 +12,6 @@ import errno
 import hashlib
 import os
 import shutil
-
 from stat import S_ISLNK
 from typing import BinaryIO
 

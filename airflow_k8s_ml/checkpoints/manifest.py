@@ -25,7 +25,7 @@ FORMAT = "airflow-k8s-ml.checkpoint/v1"
 _STEP_RE = re.compile(r"^step-(\d+)$")
 _CHUNK = 1024 * 1024
 #: The largest ``MANIFEST.json`` any reader accepts (the Training tab, the gate, resume, download). Training
-#: code writes the manifest and is less trusted than the platform reading it: without a bound, a 12 MB manifest
+#: code writes the manifest and is less trusted than the platform reading it: unbounded, a 12 MB manifest
 #: costs the api-server hundreds of MB once parsed. 4 MiB holds a manifest of some 20,000 files.
 MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 

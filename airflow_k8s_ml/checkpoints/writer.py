@@ -23,6 +23,7 @@ from airflow_k8s_ml.checkpoints.manifest import (
     check_relative_path,
     clean_metrics,
     step_folder,
+    too_large,
     utc_now_iso,
 )
 from airflow_k8s_ml.errors import CheckpointError, ValidationError
