@@ -43,14 +43,21 @@ from airflow_k8s_ml.checkpoints.manifest import (
 from airflow_k8s_ml.checkpoints.uri import Location, parse_uri
 from airflow_k8s_ml.errors import CheckpointError
 
-__all__ = ["History", "HistoryReader", "Point"]
+__all__ = ["History", "HistoryReader", "Point", "metric_priority"]
 
 #: key relative to a step folder -> (size, version: the ETag on S3, mtime_ns on a filesystem)
 Listing = dict[str, tuple[int, str]]
-#: Metrics kept per checkpoint (the first ones by name); the rest are counted in ``Point.metrics_omitted``.
+#: Metrics kept per checkpoint (by :func:`metric_priority`); the rest counted in ``Point.metrics_omitted``.
 MAX_METRICS = 64
 #: Estimated bytes of cached manifests per api-server process.
 CACHE_BYTES = 32 * 1024 * 1024
+
+
+def metric_priority(name: str) -> tuple[bool, str]:
+    """The order in which the tab keeps and draws metrics when it cannot show them all: losses and
+    accuracies (what a gate usually checks) first, then by name."""
+    lowered = name.lower()
+    return ("loss" not in lowered and "acc" not in lowered, name)
 
 
 @dataclass(frozen=True)
@@ -216,7 +223,7 @@ class _Summary:
 
     @classmethod
     def of(cls, manifest: Manifest) -> _Summary:
-        names = sorted(manifest.metrics)
+        names = sorted(manifest.metrics, key=metric_priority)
         kept = {name: manifest.metrics[name] for name in names[:MAX_METRICS]}
         slim = Manifest(manifest.step, manifest.files, kept, manifest.created_at)
         return cls(slim, len(names) - len(kept))

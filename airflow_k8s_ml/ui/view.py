@@ -14,7 +14,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_k8s_ml.ui.facts import TaskFacts
-from airflow_k8s_ml.ui.history import History, Point
+from airflow_k8s_ml.ui.history import History, Point, metric_priority
 from airflow_k8s_ml.ui.live import LiveStatus
 
 __all__ = ["TRAINING_OPERATORS", "Deadline", "TrainingView", "build_view"]
@@ -128,12 +128,7 @@ def _json_number(value: float) -> float | str:
 def _columns(points: tuple[Point, ...]) -> tuple[tuple[str, ...], list[str]]:
     """(the metrics shown, by name; the ones omitted): at most :data:`MAX_DRAWN`, losses and accuracies
     chosen first."""
-
-    def order(name: str) -> tuple[bool, str]:
-        lowered = name.lower()
-        return ("loss" not in lowered and "acc" not in lowered, name)
-
-    names = sorted({name for p in points for name in p.metrics}, key=order)
+    names = sorted({name for p in points for name in p.metrics}, key=metric_priority)
     return tuple(sorted(names[:MAX_DRAWN])), names[MAX_DRAWN:]
 
 
