@@ -137,9 +137,7 @@ async def test_a_flood_the_relay_cannot_keep_up_with_is_counted_in_the_log(clien
     found = re.search(r"\] ([\d,]+) lines not relayed", warnings[0])
     assert found is not None, warnings[0]
     dropped = int(found.group(1).replace(",", ""))
-    print(
-        f"flood: relayed {len(relayed):,}, counted not relayed {dropped:,}, worst stall {lag[0] * 1000:.0f} ms"
-    )
+    print(f"flood: relayed {len(relayed):,}, not relayed {dropped:,}, worst stall {lag[0] * 1000:.0f} ms")
     assert len(relayed) + dropped == 100_000  # every line is relayed or counted
     assert "nor any later line" not in warnings[0]  # the count is complete: the stream was read to its end
     assert f"kubectl logs -n default {pod} -c main" in warnings[0]
