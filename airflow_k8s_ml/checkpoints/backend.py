@@ -20,7 +20,8 @@ Source = str | bytes
 
 
 class ContentRefused(CheckpointError):
-    """The storage itself refused an object's bytes as not matching the checksum it recorded for them.
+    """The storage itself refused an object's bytes as not matching the checksum it recorded for them, or a
+    ``file://`` checkpoint holds a symbolic link (never followed: training code could point it anywhere).
 
     Why a class of its own: that is corruption at rest, a property of the checkpoint (the store reports it
     as a problem, so ``allow_older`` can pass over it), not a failure to reach the storage (which must fail
@@ -44,7 +45,8 @@ class Backend(Protocol):
         ...
 
     def read(self, folder: str, key: str) -> bytes | None:
-        """A small object's bytes (the manifest), or None if absent."""
+        """A small object's bytes (the manifest), or None if absent; at most ``MAX_MANIFEST_BYTES + 1`` bytes
+        are read, so an oversized one is refused by the parser without being held whole."""
         ...
 
     def stored_checksum(self, folder: str, key: str) -> tuple[int | None, str | None]:

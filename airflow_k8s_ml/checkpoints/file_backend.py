@@ -12,9 +12,11 @@ import errno
 import hashlib
 import os
 import shutil
+from stat import S_ISLNK
+from typing import BinaryIO
 
-from airflow_k8s_ml.checkpoints.backend import Source
-from airflow_k8s_ml.checkpoints.manifest import MANIFEST_NAME, sha256_file
+from airflow_k8s_ml.checkpoints.backend import ContentRefused, Source
+from airflow_k8s_ml.checkpoints.manifest import MANIFEST_NAME, MAX_MANIFEST_BYTES, sha256_stream
 from airflow_k8s_ml.checkpoints.uri import Location
 from airflow_k8s_ml.errors import CheckpointError
 
@@ -47,36 +49,48 @@ class FileBackend:
             return []
 
     def list_objects(self, folder: str) -> dict[str, int]:
+        """Every file under the step folder with its size; ContentRefused if the folder or anything in it is
+        a symbolic link (listing follows none, so a link to ``/usr`` costs nothing and leaks nothing)."""
         top = self._path(folder)
+        if os.path.islink(top):
+            raise ContentRefused(f"{folder} is a symbolic link: refused")
         out: dict[str, int] = {}
-        for dirpath, _dirs, names in os.walk(top):
-            for name in names:
+        for dirpath, dirs, names in os.walk(top):
+            for name in dirs + names:
                 full = os.path.join(dirpath, name)
-                out[os.path.relpath(full, top).replace(os.sep, "/")] = os.path.getsize(full)
+                rel = os.path.relpath(full, top).replace(os.sep, "/")
+                stat = os.lstat(full)
+                if S_ISLNK(stat.st_mode):
+                    raise ContentRefused(f"{folder}/{rel} is a symbolic link: refused")
+                if name in names:
+                    out[rel] = stat.st_size
         return out
 
     def read(self, folder: str, key: str) -> bytes | None:
+        """The object's bytes, at most one more than a manifest may have (only manifests are read whole)."""
         try:
-            with open(self._path(folder, key), "rb") as fh:
-                return fh.read()
+            with _open_no_follow(self._path(folder, key)) as fh:
+                return fh.read(MAX_MANIFEST_BYTES + 1)
         except FileNotFoundError:
             return None
 
     def stored_checksum(self, folder: str, key: str) -> tuple[int | None, str | None]:
         try:
-            return os.path.getsize(self._path(folder, key)), None
+            return os.lstat(self._path(folder, key)).st_size, None
         except FileNotFoundError:
             return None, None
 
     def hash_object(self, folder: str, key: str) -> tuple[int | None, str | None]:
         try:
-            return sha256_file(self._path(folder, key))
+            with _open_no_follow(self._path(folder, key)) as fh:
+                return sha256_stream(fh)
         except FileNotFoundError:
             return None, None
 
     def download(self, folder: str, key: str, dest: str) -> tuple[int, str]:
         try:
-            return _copy_hashing(self._path(folder, key), dest)
+            with _open_no_follow(self._path(folder, key)) as inp:
+                return _copy_hashing(inp, dest)
         except FileNotFoundError as exc:
             raise CheckpointError(f"{self._path(folder, key)} is missing") from exc
 
@@ -90,7 +104,8 @@ class FileBackend:
         if isinstance(source, bytes):
             _write_durably(dest, source)
             return len(source), hashlib.sha256(source).hexdigest(), None
-        size, sha = _copy_hashing(source, dest)
+        with open(source, "rb") as inp:  # the writer's own local file: a link (a model cache's) is fine
+            size, sha = _copy_hashing(inp, dest)
         return size, sha, None
 
     def publish(self, folder: str, commit_id: str, manifest: bytes) -> None:
@@ -112,10 +127,21 @@ class FileBackend:
         shutil.rmtree(self._staging(folder, commit_id), ignore_errors=True)
 
 
-def _copy_hashing(src: str, dest: str) -> tuple[int, str]:
+def _open_no_follow(path: str) -> BinaryIO:
+    """Open a stored file for reading; ContentRefused if it is a symbolic link (``O_NOFOLLOW``)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise ContentRefused(f"{path} is a symbolic link: refused") from exc
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def _copy_hashing(inp: BinaryIO, dest: str) -> tuple[int, str]:
     """Copy while hashing, so the sha256 describes exactly the bytes written (one read of the source)."""
     digest, size = hashlib.sha256(), 0
-    with open(src, "rb") as inp, open(dest, "wb") as out:
+    with open(dest, "wb") as out:
         while block := inp.read(_CHUNK):
             digest.update(block)
             size += len(block)

@@ -24,6 +24,10 @@ MANIFEST_NAME = "MANIFEST.json"
 FORMAT = "airflow-k8s-ml.checkpoint/v1"
 _STEP_RE = re.compile(r"^step-(\d+)$")
 _CHUNK = 1024 * 1024
+#: The largest ``MANIFEST.json`` any reader accepts (the Training tab, the gate, resume, download). Training
+#: code writes the manifest and is less trusted than the platform reading it: unbounded, a 12 MB manifest
+#: costs the api-server hundreds of MB once parsed. 4 MiB holds a manifest of some 20,000 files.
+MAX_MANIFEST_BYTES = 4 * 1024 * 1024
 
 
 def step_folder(step: int) -> str:
@@ -40,6 +44,11 @@ def parse_step_folder(name: str) -> int | None:
     """
     match = _STEP_RE.match(name.strip("/"))
     return int(match.group(1)) if match else None
+
+
+def too_large(size: int) -> str:
+    """The one wording of a refused oversized manifest (the tab shows it as the step's problem)."""
+    return f"{MANIFEST_NAME} too large ({size:,} bytes; the limit is {MAX_MANIFEST_BYTES:,})"
 
 
 def utc_now_iso() -> str:
@@ -175,6 +184,8 @@ class Manifest:
     @classmethod
     def from_json(cls, data: bytes | str) -> Manifest:
         """Parse and validate; CheckpointError naming what is wrong (so it can become a ``problem``)."""
+        if len(data) > MAX_MANIFEST_BYTES:
+            raise CheckpointError(too_large(len(data)))
         try:
             raw = json.loads(data)
         except ValueError as exc:

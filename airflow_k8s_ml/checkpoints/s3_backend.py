@@ -24,6 +24,7 @@ from typing import Any
 from airflow_k8s_ml.checkpoints.backend import ContentRefused, Source
 from airflow_k8s_ml.checkpoints.manifest import (
     MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
     composite_sha256,
     hex_to_b64,
     sha256_file,
@@ -123,7 +124,7 @@ class S3Backend:
 
     def read(self, folder: str, key: str) -> bytes | None:
         body = self._get(folder, key)
-        return None if body is None else body.read()
+        return None if body is None else body.read(MAX_MANIFEST_BYTES + 1)  # only manifests are read whole
 
     def _get(self, folder: str, key: str) -> Any:
         try:

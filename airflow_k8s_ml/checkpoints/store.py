@@ -27,10 +27,12 @@ from airflow_k8s_ml.checkpoints.integrity import (
 )
 from airflow_k8s_ml.checkpoints.manifest import (
     MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
     Manifest,
     ManifestFile,
     parse_step_folder,
     parse_time,
+    too_large,
 )
 from airflow_k8s_ml.checkpoints.uri import parse_uri
 from airflow_k8s_ml.errors import CheckpointError, ValidationError
@@ -176,7 +178,9 @@ class CheckpointStore:
         """
         checked = check_mode(mode, "mode")
         folder, step = self._folder_of(uri)
-        objects = self.backend.list_objects(folder)
+        objects = self._list_objects(folder)
+        if isinstance(objects, str):
+            return [objects]
         manifest, problems = self._read_manifest(folder, step, objects)
         if manifest is None or checked == "none":
             return problems
@@ -203,11 +207,20 @@ class CheckpointStore:
             raise ValidationError("uri", f"{uri!r} is not a step-<N> folder directly under {self.base_uri}")
         return location.name, step
 
+    def _list_objects(self, folder: str) -> dict[str, int] | str:
+        """The folder's objects with their sizes, or why the folder is refused (a symbolic link in it)."""
+        try:
+            return self.backend.list_objects(folder)
+        except ContentRefused as exc:
+            return str(exc)
+
     def _read_manifest(
         self, folder: str, step: int, objects: dict[str, int]
     ) -> tuple[Manifest | None, builtins.list[str]]:
         if MANIFEST_NAME not in objects:
             return None, [f"no {MANIFEST_NAME} ({len(objects)} objects; upload unfinished or abandoned)"]
+        if objects[MANIFEST_NAME] > MAX_MANIFEST_BYTES:  # refused before a byte of it is read
+            return None, [too_large(objects[MANIFEST_NAME])]
         raw = self.backend.read(folder, MANIFEST_NAME)
         if raw is None:
             return None, [f"{MANIFEST_NAME} vanished while reading"]
@@ -218,8 +231,11 @@ class CheckpointStore:
         return manifest, listing_problems(manifest, step, objects)
 
     def _inspect(self, folder: str, step: int) -> tuple[Checkpoint, Manifest | None]:
-        manifest, problems = self._read_manifest(folder, step, self.backend.list_objects(folder))
         uri = self.checkpoint_uri(folder)
+        objects = self._list_objects(folder)
+        if isinstance(objects, str):
+            return Checkpoint(uri=uri, step=step, complete=False, problem=objects), None
+        manifest, problems = self._read_manifest(folder, step, objects)
         if manifest is None:
             return Checkpoint(uri=uri, step=step, complete=False, problem=summarize(problems)), None
         checkpoint = Checkpoint(

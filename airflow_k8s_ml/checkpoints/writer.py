@@ -17,11 +17,13 @@ from typing import Any
 from airflow_k8s_ml.checkpoints.backend import Backend, Source, open_backend
 from airflow_k8s_ml.checkpoints.manifest import (
     MANIFEST_NAME,
+    MAX_MANIFEST_BYTES,
     Manifest,
     ManifestFile,
     check_relative_path,
     clean_metrics,
     step_folder,
+    too_large,
     utc_now_iso,
 )
 from airflow_k8s_ml.errors import CheckpointError, ValidationError
@@ -76,7 +78,10 @@ class CheckpointWriter:
                 commit_id=commit_id,
                 extra=dict(extra or {}),
             )
-            self._backend.publish(folder, commit_id, manifest.to_json())
+            body = manifest.to_json()
+            if len(body) > MAX_MANIFEST_BYTES:  # no reader would accept it: refuse it here, not at the gate
+                raise ValidationError("extra", too_large(len(body)))
+            self._backend.publish(folder, commit_id, body)
         except BaseException:
             self._backend.discard(folder, commit_id)
             raise

@@ -11,6 +11,14 @@ trigger restarted after a triggerer crash resumes after it.
 A backlog (a resumed stream, a chatty trainer) arrives faster than it is relayed: the relay yields to the
 event loop every :data:`YIELD_EVERY` seconds of work, so one stream never stalls the triggerer's loop.
 
+No line is lost in silence. A stream is read in chunks, not lines (:mod:`.log_lines`): a line longer than
+``max_line`` characters is cut with a marker saying how many bytes were cut, and a line of any length (10 MB
+without a newline) neither ends the stream nor is held in memory. When the workload ends and the drain budget
+runs out while a stream still has lines (a flood, a replica that outlives the workload), the relay stops
+relaying, counts what is left for up to :data:`COUNT_SECONDS`, and says in the task log how many lines of
+which pod were not relayed and how to read the whole log. A stream the relay gives up on, or never opens
+(more than ``max_streams``), is named too.
+
 The pure parts (timestamp parsing, :class:`LineFilter`, :func:`advance`) are unit-tested; :class:`LogRelay`
 is the I/O shell, fed pod updates by the trigger's shared pod watch (it never lists pods itself).
 """
@@ -29,6 +37,7 @@ from typing import Any
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.requests import log_request
 from airflow_k8s_ml.kube.resources import replica_name
+from airflow_k8s_ml.triggers.log_lines import LineSplitter, cut_line
 
 __all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_key"]
 
@@ -66,6 +75,11 @@ def timestamp_key(stamp: str) -> tuple[int, int] | None:
 #: ``close`` cancels the streams up to this many times, waiting this long each time.
 CLOSE_ROUNDS = 10
 CLOSE_ROUND_SECONDS = 0.5
+#: After the drain budget, streams still open are read this long more, counting (not relaying) their lines.
+COUNT_SECONDS = 2.0
+#: Bytes of the stamp and separator before a line's text (``2024-05-01T12:00:00.123456789Z ``, with room).
+_STAMP_BYTES = 64
+
 
 
 class LineFilter:
@@ -162,6 +176,10 @@ class LogRelay:
         self._pods: dict[str, Mapping[str, Any]] = {}
         self._tasks: dict[tuple[str, str], asyncio.Task[None]] = {}
         self._changed = asyncio.Event()
+        self._counting = False  # set when the drain budget ran out: lines are counted, no longer relayed
+        self.not_relayed: dict[str, int] = {}  # replica key -> lines counted instead of relayed
+        self._where: dict[str, str] = {}  # replica key -> "-n <namespace> <pod> -c <container>"
+        self._refused: set[str] = set()  # replica keys over ``max_streams``, named once
         #: Called after each relayed line (the cursor moved): the trigger persists the cursor from here.
         self.on_relayed: Callable[[], None] | None = None
 
@@ -176,9 +194,21 @@ class LogRelay:
                 if (uid, container) in self._tasks or not _started(pod, container):
                     continue
                 if len(self._tasks) >= self.max_streams:
-                    return
-                task = asyncio.get_running_loop().create_task(self._follow(uid, container, key))
+                    self._refuse(key)
+                    continue
+                name = str((pod.get("metadata") or {}).get("name"))
+                self._where[key] = f"-n {self.namespace} {name} -c {container}"
+                task = asyncio.get_running_loop().create_task(self._follow(uid, container, key), name=key)
                 self._tasks[(uid, container)] = task
+
+    def _refuse(self, key: str) -> None:
+        if key not in self._refused:
+            self._refused.add(key)
+            self.log.warning(
+                "[%s] logs not relayed: the relay follows at most %d streams; read them with kubectl logs",
+                key,
+                self.max_streams,
+            )
 
     def last_lines(self, key: str) -> list[str]:
         return list(self.tails.get(key, ()))
@@ -191,6 +221,28 @@ class LogRelay:
         pending = [task for task in self._tasks.values() if not task.done()]
         if pending and timeout > 0:
             await asyncio.wait(pending, timeout=timeout)
+        pending = [task for task in self._tasks.values() if not task.done()]
+        if not pending:
+            return
+        self._counting = True  # the budget ran out: read on, briefly, to say how much is not relayed
+        await asyncio.wait(pending, timeout=COUNT_SECONDS)
+        for task in sorted(pending, key=lambda t: t.get_name()):
+            self._report_not_relayed(task.get_name(), timeout, still_open=not task.done())
+
+    def _report_not_relayed(self, key: str, budget: float, *, still_open: bool) -> None:
+        count = self.not_relayed.get(key, 0)
+        if not count and not still_open:
+            return
+        counted = f"{count:,} lines not relayed" if count else "lines not relayed"
+        later = ", nor any later line (the stream was still open)" if still_open else ""
+        self.log.warning(
+            "[%s] %s%s: the log relay's drain budget (%.1f s) ran out; the whole log: kubectl logs %s",
+            key,
+            counted,
+            later,
+            budget,
+            self._where.get(key, "<pod>"),
+        )
 
     async def close(self) -> None:
         """Cancel every stream, again while one is still running: on Python 3.11 a cancellation that lands
@@ -233,15 +285,22 @@ class LogRelay:
             try:
                 await self._read(str((pod.get("metadata") or {}).get("name")), container, key)
             except ApiError as exc:
-                if exc.status == 404:
+                if exc.status == 404 or self._counting:
                     return
                 failures = 0 if self.cursor.get(key) != before else failures + 1
                 if failures > 20:
-                    self.log.warning("[%s] giving up on logs: %s", key, exc)
+                    self.log.warning(
+                        "[%s] giving up on logs: %s; the whole log: kubectl logs %s",
+                        key,
+                        exc,
+                        self._where[key],
+                    )
                     return
             else:
-                if complete_before:
-                    return  # read to the end after the container had exited: nothing more will come
+                if complete_before or self._counting:
+                    # read to the end after the container had exited: nothing more will come; or counted
+                    # after the drain (a new read would count again from the cursor)
+                    return
                 # The stream ended: usually the container exited and its pod update is on its way.
                 await self._wait_for_change(self.reconnect_delay)
                 continue
@@ -258,26 +317,42 @@ class LogRelay:
         )
         response = await self.kube.stream(request)
         line_filter = LineFilter(self.cursor.get(key))
+        splitter = LineSplitter(self.max_line * 4 + _STAMP_BYTES)  # max_line characters of UTF-8 at most
         busy_since = time.perf_counter()
         try:
-            async for raw in response.content:
-                self._relay(key, raw.decode("utf-8", "replace").rstrip("\r\n"), line_filter)
-                if time.perf_counter() - busy_since >= YIELD_EVERY:
-                    await asyncio.sleep(0)  # buffered lines are read without suspending: let others run
-                    busy_since = time.perf_counter()
+            async for chunk in _chunks(response.content):
+                for raw, cut in splitter.feed(chunk):
+                    self._relay(key, raw, cut, line_filter)
+                    if time.perf_counter() - busy_since >= YIELD_EVERY:
+                        await asyncio.sleep(0)  # a chunk holds thousands of lines: let others run
+                        busy_since = time.perf_counter()
+            last = splitter.end()
+            if last is not None:
+                self._relay(key, *last, line_filter)
         except Exception as exc:  # a cut connection: the caller resumes after the cursor
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         finally:
             response.close()
 
-    def _relay(self, key: str, line: str, line_filter: LineFilter) -> None:
-        stamp, text = split_timestamp(line)
+    def _relay(self, key: str, raw: bytes, cut: int, line_filter: LineFilter) -> None:
+        stamp, text = split_timestamp(raw.decode("utf-8", "replace").rstrip("\r"))
         if not line_filter.accept(stamp):
             return
+        if self._counting:
+            self.not_relayed[key] = self.not_relayed.get(key, 0) + 1
+            return
+        text = cut_line(text, cut, self.max_line)
         self.log.info("[%s] %s", key, text)
         moved = advance(self.cursor.get(key), stamp)
         if moved is not None:
             self.cursor[key] = moved
-        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text[: self.max_line])
+        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text)
         if moved is not None and self.on_relayed is not None:
             self.on_relayed()
+
+
+def _chunks(content: Any) -> Any:
+    """The stream's bytes as they arrive (aiohttp's ``iter_any``), whatever their line structure; a
+    source without it (a test's line iterator) is read as it iterates."""
+    iter_any = getattr(content, "iter_any", None)
+    return iter_any() if iter_any is not None else content

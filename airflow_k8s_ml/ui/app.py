@@ -10,19 +10,27 @@ The data is read on request, in the api-server: the task instance's facts from t
 checkpoints through the task's own ``aws_conn_id`` (rendered fields), and - for a waiting workload - its live
 state from Kubernetes through the trigger's ``kubernetes_conn_id``, concurrently with the checkpoints.
 A ``Server-Timing`` header reports where the time went.
+
+Security headers on every answer (:data:`SECURITY_HEADERS`): Airflow 3.3 draws the tab in an iframe sandboxed
+with ``allow-scripts allow-same-origin``, which is no sandbox for a same-origin page, so escaping is the first
+defence and a Content-Security-Policy that runs no script at all is the second (the tab needs none: inline
+CSS, inline SVG, ``<meta http-equiv="refresh">``). ``nosniff`` stops a browser from reading a JSON or SVG
+answer as anything else. No OpenAPI document is served: the tab needs none, and it would be the one route
+answering without authentication.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from typing import TYPE_CHECKING, Annotated
 
 from airflow.api_fastapi.auth.managers.models.resource_details import DagAccessEntity
 from airflow.api_fastapi.common.db.common import SessionDep
 from airflow.api_fastapi.core_api.security import requires_access_dag
-from fastapi import Depends, FastAPI, HTTPException, Query
+from fastapi import Depends, FastAPI, HTTPException, Query, Request
 from fastapi.responses import HTMLResponse, JSONResponse, Response
 
 from airflow_k8s_ml import config
@@ -145,6 +153,16 @@ def _headers(found: tuple[TaskFacts, float], extra: str) -> dict[str, str]:
     return {"Server-Timing": value, "Cache-Control": "no-store"}
 
 
+#: Sent with every answer of the plugin's app (see the module's docstring).
+SECURITY_HEADERS = {
+    "Content-Security-Policy": (
+        "default-src 'none'; style-src 'unsafe-inline'; img-src 'self' data:; "
+        "base-uri 'none'; form-action 'none'; frame-ancestors 'self'"
+    ),
+    "X-Content-Type-Options": "nosniff",
+}
+
+
 def create_app() -> FastAPI:
     """The app the plugin mounts; importing this module is what pulls FastAPI into the process."""
     services = _Services()
@@ -153,8 +171,17 @@ def create_app() -> FastAPI:
         description="The Training tab of training task instances and the approved-checkpoint page.",
         docs_url=None,
         redoc_url=None,
+        openapi_url=None,
     )
     app.state.services = services
+
+    @app.middleware("http")
+    async def security_headers(
+        request: Request, call_next: Callable[[Request], Awaitable[Response]]
+    ) -> Response:
+        response = await call_next(request)
+        response.headers.update(SECURITY_HEADERS)
+        return response
 
     @app.get("/training", response_class=HTMLResponse, dependencies=READABLE)
     def training(found: FactsDep) -> HTMLResponse:

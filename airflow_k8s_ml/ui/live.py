@@ -56,4 +56,3 @@ def read_live(kubernetes_conn_id: str, api_version: str, kind: str, name: str, n
         return LiveStatus(state.to_payload(), phase, since, running)
     finally:
         client.close()
-

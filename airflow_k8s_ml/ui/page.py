@@ -1,8 +1,9 @@
 """The Training tab and the approved-checkpoint page as HTML (pure): static markup, inline SVG, no script.
 
-Why no script: Airflow shows external views in an iframe sandboxed to ``allow-forms``, where scripts do not
-run. A run in progress refreshes itself with ``<meta http-equiv="refresh">`` (plain navigation, allowed),
-so the curve grows while the task is deferred.
+Why no script: the page needs none, so the app's Content-Security-Policy can forbid every script (Airflow
+3.3's iframe sandbox, ``allow-scripts allow-same-origin allow-forms allow-downloads``, does not; escaping
+every value from a manifest or a task is the first defence). A run in progress refreshes itself with
+``<meta http-equiv="refresh">`` (plain navigation), so the curve grows while the task is deferred.
 """
 
 from __future__ import annotations
@@ -160,7 +161,7 @@ def training_page(view: TrainingView) -> str:
     body.append(f"<table>{_rows(_checkpoint_rows(view))}</table>")
     body += [f"<p class='note'>{escape(note)}</p>" for note in view.notes]
     if view.checkpoints:
-        names = sorted({k for p in view.checkpoints for k in p.metrics})
+        names = view.columns
         header = "".join(f"<th>{escape(n)}</th>" for n in names)
         lines = "".join(
             f"<tr><td>{p.step}</td><td>{escape(p.created_at or '-')}</td>"

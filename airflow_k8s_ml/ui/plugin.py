@@ -11,9 +11,9 @@ imported far from the api-server. The FastAPI app (FastAPI itself costs ~0.6 s t
 
 The tab's URL uses the placeholders the UI fills for ``destination="task_instance"`` views
 (``{DAG_ID}``, ``{RUN_ID}``, ``{TASK_ID}``, ``{MAP_INDEX}``, URL-encoded); the UI shows it in an iframe
-sandboxed to ``allow-forms``, so the page is static HTML with inline SVG. It appears on every task instance;
-the page of a task that is not a training task says so. The pages' paths are in
-:mod:`airflow_k8s_ml.plugin_paths` (the operators' extra links point at them too).
+whose sandbox lets scripts run, so the page is static HTML with inline SVG under a no-script CSP
+(``app.py``). It appears on every task instance; the page of a task that is not a training task says so.
+The pages' paths are in :mod:`airflow_k8s_ml.plugin_paths` (the operators' extra links point at them too).
 """
 
 from __future__ import annotations

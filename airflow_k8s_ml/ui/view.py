@@ -8,12 +8,13 @@ all say the same thing.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from airflow_k8s_ml.ui.facts import TaskFacts
-from airflow_k8s_ml.ui.history import History, Point
+from airflow_k8s_ml.ui.history import History, Point, metric_priority
 from airflow_k8s_ml.ui.live import LiveStatus
 
 __all__ = ["TRAINING_OPERATORS", "Deadline", "TrainingView", "build_view"]
@@ -22,6 +23,9 @@ __all__ = ["TRAINING_OPERATORS", "Deadline", "TrainingView", "build_view"]
 TRAINING_OPERATORS = frozenset({"FineTuneJobOperator", "PyTorchJobOperator", "TrainJobOperator"})
 #: Metrics that count progress rather than measure the model: the x axis, not a curve.
 COUNTERS = frozenset({"epoch", "global_step", "step"})
+#: Metrics drawn and tabled, at most (losses and accuracies first, then by name); the rest are named in a
+#: note. Training code chooses the metric names: 100,000 of them made one tab answer 147 MB of HTML.
+MAX_DRAWN = 16
 _RUNNING_STATES = frozenset({"running", "deferred", "queued", "scheduled", "up_for_retry", "restarting"})
 
 
@@ -61,6 +65,8 @@ class TrainingView:
     stopped: str | None = None
     notes: tuple[str, ...] = ()
     series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
+    #: the metrics the checkpoint table shows (at most :data:`MAX_DRAWN`)
+    columns: tuple[str, ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         """JSON for ``/training/data.json`` (the browser test compares it with the manifests)."""
@@ -70,7 +76,7 @@ class TrainingView:
                 "step": p.step,
                 "uri": p.uri,
                 "complete": p.complete,
-                "metrics": p.metrics,
+                "metrics": {name: _json_number(value) for name, value in p.metrics.items()},
                 "created_at": p.created_at,
                 "problem": p.problem,
             }
@@ -113,13 +119,44 @@ def _progress(state: str | None) -> str:
     return str(state)
 
 
-def _series(points: tuple[Point, ...]) -> dict[str, list[tuple[int, float]]]:
+def _json_number(value: float) -> float | str:
+    """A metric for JSON: ``NaN``/``Infinity`` as strings (JSON has no such numbers; they are shown, not
+    turned into a 500)."""
+    return value if math.isfinite(value) else str(value)
+
+
+def _columns(points: tuple[Point, ...]) -> tuple[tuple[str, ...], list[str]]:
+    """(the metrics shown, by name; the ones omitted): at most :data:`MAX_DRAWN`, losses and accuracies
+    chosen first."""
+    names = sorted({name for p in points for name in p.metrics}, key=metric_priority)
+    return tuple(sorted(names[:MAX_DRAWN])), names[MAX_DRAWN:]
+
+
+def _series(points: tuple[Point, ...], columns: tuple[str, ...]) -> dict[str, list[tuple[int, float]]]:
+    """Per drawn metric, its finite values (a NaN or an infinity has no place on an axis; the table shows
+    it)."""
     series: dict[str, list[tuple[int, float]]] = {}
     for p in points:
-        for name, value in p.metrics.items():
-            if name not in COUNTERS:
+        for name in columns:
+            value = p.metrics.get(name)
+            if name not in COUNTERS and value is not None and math.isfinite(value):
                 series.setdefault(name, []).append((p.step, value))
     return dict(sorted(series.items()))
+
+
+def _omitted_notes(points: tuple[Point, ...], omitted: list[str]) -> tuple[str, ...]:
+    notes = []
+    if omitted:
+        named = ", ".join(omitted[:10]) + (", ..." if len(omitted) > 10 else "")
+        notes.append(f"{len(omitted):,} more metrics not drawn (the tab draws {MAX_DRAWN}): {named}")
+    cut = [p for p in points if p.metrics_omitted]
+    if cut:
+        most = max(p.metrics_omitted for p in cut)
+        notes.append(
+            f"{len(cut)} checkpoint(s) record more metrics than the tab reads (up to {most:,} more): "
+            "their manifests hold them all"
+        )
+    return tuple(notes)
 
 
 def _text(value: Any) -> str | None:
@@ -143,6 +180,7 @@ def build_view(
     points = history.complete if history else ()
     latest = history.latest if history else None
     ignored = history.newer_incomplete if history else ()
+    columns, omitted = _columns(points)
     return TrainingView(
         dag_id=facts.dag_id,
         run_id=facts.run_id,
@@ -164,8 +202,9 @@ def build_view(
         resume_from=_text(result.get("resumed_from")) or _text(record.get("resumed_from")),
         deadlines=_deadlines(facts, live, now) if progress == "in progress" else (),
         stopped=_stopped(facts, progress, latest, ignored, _current_outcome(facts, record)),
-        notes=notes,
-        series=_series(points),
+        notes=notes + _omitted_notes(points, omitted),
+        series=_series(points, columns),
+        columns=columns,
     )
 
 

@@ -370,3 +370,25 @@ def test_extra_links_resolve_from_what_the_tasks_pushed(server: Server) -> None:
     assert status == 200
     page = body.decode()
     assert "step-4/" in page and "val_accuracy=0.8" in page
+
+
+def test_every_answer_carries_a_no_script_policy_and_nosniff(server: Server) -> None:
+    """Airflow's iframe sandbox lets scripts run: the tab's own headers forbid them."""
+    from airflow_k8s_ml.ui.app import SECURITY_HEADERS
+
+    query = {"dag_id": DAG_ID, "run_id": server.run_id, "task_id": "train_ok"}
+    for path in (
+        "/airflow-k8s-ml/training",
+        "/airflow-k8s-ml/training/chart.svg",
+        "/airflow-k8s-ml/training/data.json",
+    ):
+        status, headers, _ = server.get(path, **query)
+        assert status == 200
+        assert headers["X-Content-Type-Options"] == "nosniff"
+        policy = headers["Content-Security-Policy"]
+        assert policy == SECURITY_HEADERS["Content-Security-Policy"] and "script-src" not in policy
+        assert "default-src 'none'" in policy
+    status, headers, _ = server.get("/airflow-k8s-ml/training", user=None, **query)
+    assert status in (401, 403) and headers["X-Content-Type-Options"] == "nosniff"
+    status, _, _ = server.get("/airflow-k8s-ml/openapi.json", user=None)
+    assert status == 404

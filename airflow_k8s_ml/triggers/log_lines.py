@@ -1,0 +1,58 @@
+"""Pod log bytes -> lines of bounded length, and the marker of what was cut (pure).
+
+Why not the HTTP client's line reader: it holds a whole line in memory and fails on one longer than its
+limit, which ended the stream: a 10 MB line without a newline made every later line of that pod vanish.
+Here a stream is read in chunks of any size and a line keeps at most ``keep`` bytes; the rest is counted,
+never held, and the relay says how much it cut.
+"""
+
+from __future__ import annotations
+
+__all__ = ["LineSplitter", "cut_line"]
+
+
+class LineSplitter:
+    """Whole lines out of chunks: each line's first ``keep`` bytes and how many bytes after them were cut."""
+
+    def __init__(self, keep: int) -> None:
+        self.keep = max(1, keep)
+        self._head = bytearray()
+        self._cut = 0
+
+    def feed(self, chunk: bytes) -> list[tuple[bytes, int]]:
+        """The lines ``chunk`` completes (without their newline), each as (kept bytes, bytes cut)."""
+        lines: list[tuple[bytes, int]] = []
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            self._take(chunk[start : len(chunk) if end < 0 else end])
+            if end < 0:
+                return lines
+            lines.append(self._pop())
+            start = end + 1
+
+    def end(self) -> tuple[bytes, int] | None:
+        """The last line when the stream ended without a newline; None when it ended on one."""
+        return self._pop() if self._head or self._cut else None
+
+    def _take(self, piece: bytes) -> None:
+        room = self.keep - len(self._head)
+        if room > 0:
+            self._head += piece[:room]
+        self._cut += max(0, len(piece) - max(room, 0))
+
+    def _pop(self) -> tuple[bytes, int]:
+        line, cut = bytes(self._head), self._cut
+        self._head.clear()
+        self._cut = 0
+        return line, cut
+
+
+def cut_line(text: str, bytes_cut: int, max_chars: int) -> str:
+    """``text`` cut to ``max_chars`` characters, with a marker saying how many bytes of the line were cut
+    (those the splitter never kept plus those cut here); ``text`` itself when nothing was."""
+    if len(text) <= max_chars and not bytes_cut:
+        return text
+    kept = text[:max_chars]
+    cut = bytes_cut + len(text[max_chars:].encode("utf-8"))
+    return f"{kept} [... {cut:,} bytes cut]"
