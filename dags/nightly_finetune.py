@@ -7,13 +7,13 @@ credentials from the Secret ``s3-credentials`` in the target namespace (or workl
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 import pendulum
 from airflow.providers.standard.operators.python import BranchPythonOperator, ShortCircuitOperator
 from airflow.sdk import DAG, CronTriggerTimetable, Param
 
+from airflow_k8s_ml.checkpoints import run_folder
 from airflow_k8s_ml.operators import (
     BatchInferenceCronJobOperator,
     CheckpointCheckOperator,
@@ -31,7 +31,7 @@ BUCKET = "s3://ml-models"
 IMAGE = "ghcr.io/airflow-k8s-ml/workloads:0.1.0"
 #: Templates never assume a logical date: Airflow 3 creates manual runs (UI, REST, `airflow dags trigger`)
 #: without one. The run id names the run's checkpoint folder (its retries share it); `run_after` dates it.
-CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ run_id | path_safe }}"
+CHECKPOINTS = BUCKET + "/checkpoints/nightly/{{ run_id | run_folder }}"
 BASE_MODEL = BUCKET + "/base-model/step-1/"
 GATE_URI = "{{ ti.xcom_pull(task_ids='checkpoint_gate')['uri'] }}"
 S3_SECRET = ["s3-credentials"]
@@ -96,13 +96,6 @@ DOC = """
 """
 
 
-
-def path_safe(text: str) -> str:
-    """A run id as one path segment, e.g. ``manual__2026-12-01T01:30:00+00:00`` becomes
-    ``manual__2026-12-01T01-30-00-00-00``."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-")
-
-
 with DAG(
     dag_id="nightly_finetune",
     description="Fine-tune, gate, deploy and batch-score a model every night",
@@ -112,7 +105,7 @@ with DAG(
     # the period, 2.4 h here.)
     schedule=CronTriggerTimetable("30 1 * * *", timezone=LOCAL_TZ, run_immediately=timedelta(0)),
     catchup=False,
-    user_defined_filters={"path_safe": path_safe},
+    user_defined_filters={"run_folder": run_folder},
     max_active_runs=1,
     dagrun_timeout=timedelta(hours=8),
     default_args={"owner": "ml-platform", "retries": 1, "retry_delay": timedelta(minutes=5)},

@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.checkpoints.manifest import Manifest, ManifestFile
     from airflow_k8s_ml.checkpoints.resume import resolve_resume
     from airflow_k8s_ml.checkpoints.rules import MetricRule, evaluate, parse_rules
+    from airflow_k8s_ml.checkpoints.run_paths import run_folder
     from airflow_k8s_ml.checkpoints.store import Checkpoint, CheckpointStore, Scan
     from airflow_k8s_ml.checkpoints.writer import CheckpointWriter
 
@@ -32,6 +33,7 @@ _LAZY = {
     "parse_rules": "rules",
     "evaluate": "rules",
     "VerifyMode": "integrity",
+    "run_folder": "run_paths",
 }
 
 __all__ = [
@@ -47,6 +49,7 @@ __all__ = [
     "evaluate",
     "parse_rules",
     "resolve_resume",
+    "run_folder",
 ]
 
 

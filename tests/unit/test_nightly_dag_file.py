@@ -57,10 +57,9 @@ def test_templates_do_not_need_a_logical_date() -> None:
     dated_names = r"(?:ds|ts|ds_nodash|ts_nodash|logical_date|execution_date|data_interval_\w+)"
     dated = re.findall(r"\{\{\s*" + dated_names + r"\b", source)
     assert dated == []
-    module = _load()
-    assert module.path_safe("manual__2026-12-01T01:30:00.123+00:00") == (  # type: ignore[attr-defined]
-        "manual__2026-12-01T01-30-00.123-00-00"
-    )
+    dag = _load().dag  # type: ignore[attr-defined]
+    folder = dag.user_defined_filters["run_folder"]
+    assert folder("manual__2026-12-01T01:30:00.123+00:00") == "manual__2026-12-01T01-30-00.123-00-00"
 
 
 def test_queue_param_reaches_every_training_task_and_defaults_to_not_queued() -> None:
