@@ -42,11 +42,16 @@ S3_SECRET_ENV = {
 }
 
 FINETUNE_ARGS = [
-    "-m", "airflow_k8s_ml.workloads.finetune",
-    "--epochs", "{{ params.epochs }}",
-    "--checkpoint-uri", CHECKPOINTS,
-    "--base-model", BASE_MODEL,
-    "--max-train-samples", "{{ params.max_train_samples }}",
+    "-m",
+    "airflow_k8s_ml.workloads.finetune",
+    "--epochs",
+    "{{ params.epochs }}",
+    "--checkpoint-uri",
+    CHECKPOINTS,
+    "--base-model",
+    BASE_MODEL,
+    "--max-train-samples",
+    "{{ params.max_train_samples }}",
 ]
 #: Phase budgets from Params (seconds), so a run triggered from the UI can tighten or relax them.
 DEADLINES = {
