@@ -1,4 +1,4 @@
-"""The plugin's FastAPI app, mounted by the api-server under :data:`~airflow_k8s_ml.ui.plugin.URL_PREFIX`.
+"""The plugin's FastAPI app, mounted by the api-server under :data:`~airflow_k8s_ml.plugin_paths.URL_PREFIX`.
 
 Auth is Airflow's own: every route depends on ``requires_access_dag`` from
 ``airflow.api_fastapi.core_api.security`` for the task instance *and* its XComs (the tab shows the task's
