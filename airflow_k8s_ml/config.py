@@ -73,6 +73,13 @@ OPTIONS: dict[str, Option] = {
         "integer",
         "500",
     ),
+    "log_relay_lines_per_second": Option(
+        "Pod log lines a wait relays into the task log per second (a burst of ten seconds' worth at once); "
+        "lines over it are counted and one line a second per pod says how many and how to read the whole "
+        "log. It keeps a flooding pod from filling the triggerer's log channel, which blocks its loop.",
+        "float",
+        "200",
+    ),
     "log_relay_drain_seconds": Option(
         "At most this many seconds the log relay waits for the replicas' last lines when the workload "
         "ends, before the trigger reports (it reports as soon as they are in).",
@@ -184,6 +191,7 @@ class WaitTimings(NamedTuple):
     refetch: float = _declared("trigger_refetch_seconds")
     log_drain: float = _declared("log_relay_drain_seconds")
     max_line: int = int(_declared("log_relay_max_line"))
+    lines_per_second: float = _declared("log_relay_lines_per_second")
     position_refresh: float = _declared("kueue_position_seconds")
     unreachable: float = _declared("api_unreachable_timeout")
 
@@ -194,6 +202,7 @@ class WaitTimings(NamedTuple):
             refetch=get_positive("trigger_refetch_seconds"),
             log_drain=get_positive("log_relay_drain_seconds"),
             max_line=int(get_positive("log_relay_max_line")),
+            lines_per_second=get_positive("log_relay_lines_per_second"),
             position_refresh=get_positive("kueue_position_seconds"),
             unreachable=get_positive("api_unreachable_timeout"),
         )

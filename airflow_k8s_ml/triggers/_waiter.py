@@ -322,6 +322,7 @@ class Waiter:
             self.log,
             cursor=merge_cursors(spec.log_cursor, persisted),
             max_line=self.timings.max_line,
+            lines_per_second=self.timings.lines_per_second,
         )
         self.logs.relay = relay
         if spec.try_number is not None:

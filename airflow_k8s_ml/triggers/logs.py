@@ -11,6 +11,12 @@ trigger restarted after a triggerer crash resumes after it.
 A backlog (a resumed stream, a chatty trainer) arrives faster than it is relayed: the relay yields to the
 event loop every :data:`YIELD_EVERY` seconds of work, so one stream never stalls the triggerer's loop.
 
+A flood is paced: at most ``lines_per_second`` lines a second are written (a burst of ten seconds' worth at
+once), because each written line goes to the triggerer's supervisor over an unbuffered socket on the event
+loop, and a full socket blocks every trigger. Lines over the pace are counted, not written, the cursor moves
+past them (a resumed stream does not bring them back), and one line a second per pod says how many were left
+out and how to read the whole log.
+
 No line is lost in silence. A stream is read in chunks, not lines (:mod:`.log_lines`): a line longer than
 ``max_line`` characters is cut with a marker saying how many bytes were cut, and a line of any length (10 MB
 without a newline) neither ends the stream nor is held in memory. When the workload ends and the drain budget
@@ -37,7 +43,7 @@ from typing import Any
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.requests import log_request
 from airflow_k8s_ml.kube.resources import replica_name
-from airflow_k8s_ml.triggers.log_lines import LineSplitter, cut_line
+from airflow_k8s_ml.triggers.log_lines import LineBudget, LineSplitter, cut_line
 
 __all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_key"]
 
@@ -45,6 +51,11 @@ Cursor = dict[str, Any]  # {"ts": "2024-05-01T12:00:00.123456789Z", "n": 2}
 MAX_LINE = 500
 #: Relay at most this long (seconds) before giving the event loop a turn.
 YIELD_EVERY = 0.005
+#: ``[airflow_k8s_ml] log_relay_lines_per_second`` when not configured; the burst is this many seconds' worth.
+LINES_PER_SECOND = 200.0
+BURST_SECONDS = 10.0
+#: Lines left out over the pace are said at most this often per pod (seconds).
+SAY_SKIPPED_EVERY = 1.0
 
 
 def split_timestamp(line: str) -> tuple[str, str]:
@@ -79,7 +90,6 @@ CLOSE_ROUND_SECONDS = 0.5
 COUNT_SECONDS = 2.0
 #: Bytes of the stamp and separator before a line's text (``2024-05-01T12:00:00.123456789Z ``, with room).
 _STAMP_BYTES = 64
-
 
 
 class LineFilter:
@@ -163,8 +173,13 @@ class LogRelay:
         reconnect_delay: float = 0.5,
         max_streams: int = 64,
         max_line: int = MAX_LINE,
+        lines_per_second: float = LINES_PER_SECOND,
     ) -> None:
         self.kube = kube
+        self.lines_per_second = lines_per_second
+        self._budget = LineBudget(lines_per_second, lines_per_second * BURST_SECONDS, time.monotonic())
+        self.over_pace: dict[str, int] = {}  # replica key -> lines left out over the pace, not yet said
+        self._said_at: dict[str, float] = {}  # replica key -> when its left-out lines were last said
         self.max_line = max_line
         self.namespace = namespace
         self.log = log
@@ -333,6 +348,7 @@ class LogRelay:
             raise ApiError(0, type(exc).__name__, str(exc)) from exc
         finally:
             response.close()
+            self._say_over_pace(key)
 
     def _relay(self, key: str, raw: bytes, cut: int, line_filter: LineFilter) -> None:
         stamp, text = split_timestamp(raw.decode("utf-8", "replace").rstrip("\r"))
@@ -341,14 +357,35 @@ class LogRelay:
         if self._counting:
             self.not_relayed[key] = self.not_relayed.get(key, 0) + 1
             return
+        now = time.monotonic()
         text = cut_line(text, cut, self.max_line)
-        self.log.info("[%s] %s", key, text)
+        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text)  # a failure's last lines
+        if self._budget.take(now):
+            self.log.info("[%s] %s", key, text)
+        else:
+            self.over_pace[key] = self.over_pace.get(key, 0) + 1
+        if self.over_pace.get(key) and now - self._said_at.get(key, 0.0) >= SAY_SKIPPED_EVERY:
+            self._say_over_pace(key)
         moved = advance(self.cursor.get(key), stamp)
         if moved is not None:
             self.cursor[key] = moved
-        self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text)
         if moved is not None and self.on_relayed is not None:
             self.on_relayed()
+
+    def _say_over_pace(self, key: str) -> None:
+        """One line for the lines of ``key`` left out over the pace since it was last said (if any)."""
+        count = self.over_pace.pop(key, 0)
+        if not count:
+            return
+        self._said_at[key] = time.monotonic()
+        self.log.warning(
+            "[%s] %s lines not relayed: over the log relay's pace of %g lines/s "
+            "(log_relay_lines_per_second); the whole log: kubectl logs %s",
+            key,
+            f"{count:,}",
+            self.lines_per_second,
+            self._where.get(key, "<pod>"),
+        )
 
 
 def _chunks(content: Any) -> Any:

@@ -45,16 +45,15 @@ def test_long_lines_and_a_flood_reach_the_task_log_or_are_counted(production: Pr
 
     flood = production.log_lines(DAG_ID, run_id, "flood", 1)
     numbers = [int(m.group(1)) for line in flood if (m := re.search(r"\] flood (\d+)$", line))]
-    assert numbers == list(range(len(numbers)))  # in order, none skipped
+    assert numbers == sorted(set(numbers)), "relayed out of order or twice"
     counted = [line for line in flood if "lines not relayed" in line]
-    dropped = 0
-    if counted:
-        found = re.search(r"\] ([\d,]+) lines not relayed", counted[0])
-        assert found is not None and "kubectl logs -n ml " in counted[0], counted[0]
-        dropped = int(found.group(1).replace(",", ""))
+    counts = [re.search(r"\] ([\d,]+) lines not relayed", line) for line in counted]
+    assert all(counts) and all("kubectl logs -n ml " in line for line in counted), counted[:3]
+    dropped = sum(int(found.group(1).replace(",", "")) for found in counts if found)
     blocked = _blocked(production)[blocked_before:]
     print(
-        f"flood: {len(numbers):,} relayed, {dropped:,} counted as not relayed; "
+        f"flood: {len(numbers):,} relayed, {dropped:,} counted as not relayed in {len(counted)} lines; "
         f"triggerer blocked warnings: {len(blocked)} (worst {max(blocked, default=0):.2f} s)"
     )
-    assert len(numbers) + dropped == FLOOD_LINES or (counted and "nor any later line" in counted[0])
+    assert len(numbers) + dropped == FLOOD_LINES or any("nor any later line" in line for line in counted)
+    assert any("over the log relay's pace" in line for line in counted), counted[:3]

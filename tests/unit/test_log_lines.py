@@ -3,7 +3,7 @@ the rest, the cut marker says how much."""
 
 from __future__ import annotations
 
-from airflow_k8s_ml.triggers.log_lines import LineSplitter, cut_line
+from airflow_k8s_ml.triggers.log_lines import LineBudget, LineSplitter, cut_line
 
 
 def _split(data: bytes, keep: int, size: int) -> list[tuple[bytes, int]]:
@@ -38,3 +38,11 @@ def test_cut_marker() -> None:
     assert cut_line("x" * 12, 0, 10) == "x" * 10 + " [... 2 bytes cut]"
     assert cut_line("x" * 10, 5_000, 10) == "x" * 10 + " [... 5,000 bytes cut]"
     assert cut_line("é" * 11, 0, 10) == "é" * 10 + " [... 2 bytes cut]"
+
+
+def test_the_line_budget_allows_a_burst_then_the_rate() -> None:
+    budget = LineBudget(rate=10, burst=5, now=0.0)
+    assert [budget.take(0.0) for _ in range(6)] == [True] * 5 + [False]
+    assert budget.take(0.05) is False  # half a line earned
+    assert budget.take(0.1) is True  # one line a tenth of a second
+    assert [budget.take(100.0) for _ in range(6)] == [True] * 5 + [False]  # never more than the burst
