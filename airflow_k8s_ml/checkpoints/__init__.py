@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.checkpoints.download import download_checkpoint
     from airflow_k8s_ml.checkpoints.integrity import VerifyMode
     from airflow_k8s_ml.checkpoints.manifest import Manifest, ManifestFile
-    from airflow_k8s_ml.checkpoints.resume import resolve_resume
+    from airflow_k8s_ml.checkpoints.resume import resolve_resume, resume_point
     from airflow_k8s_ml.checkpoints.rules import MetricRule, evaluate, parse_rules
     from airflow_k8s_ml.checkpoints.run_paths import run_folder
     from airflow_k8s_ml.checkpoints.store import Checkpoint, CheckpointStore, Scan
@@ -27,6 +27,7 @@ _LAZY = {
     "Scan": "store",
     "download_checkpoint": "download",
     "resolve_resume": "resume",
+    "resume_point": "resume",
     "Manifest": "manifest",
     "ManifestFile": "manifest",
     "MetricRule": "rules",
@@ -49,6 +50,7 @@ __all__ = [
     "evaluate",
     "parse_rules",
     "resolve_resume",
+    "resume_point",
     "run_folder",
 ]
 

@@ -14,6 +14,15 @@ from airflow_k8s_ml.manifests.validation import (
     fail,
 )
 
+#: The pod failure policy rule a training Job carries: a pod with the condition ``DisruptionTarget`` (evicted
+#: through the Eviction API, preempted by the scheduler, killed by the kubelet under node pressure or at a
+#: graceful node shutdown, removed by the taint manager) is not a failure of the training, so it does not
+#: count towards ``backoffLimit`` and the Job replaces the pod at once (upstream's documented example).
+DISRUPTION_RULE: Mapping[str, Any] = {
+    "action": "Ignore",
+    "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}],
+}
+
 #: ``Always`` is not allowed for Job pods (the Job could never finish).
 JOB_RESTART_POLICIES = ("Never", "OnFailure")
 _INT32_MAX = 2**31 - 1
@@ -43,6 +52,26 @@ def check_job_options(
             raise fail(
                 "pod_failure_policy", 'requires restart_policy "Never" (the API server rejects it otherwise)'
             )
+
+
+def with_disruption_rule(policy: Mapping[str, Any] | None, restart_policy: str) -> dict[str, Any] | None:
+    """``policy`` with :data:`DISRUPTION_RULE` first, unless one of its rules already decides on
+    ``DisruptionTarget`` (the user's word wins). None with ``restart_policy`` "OnFailure": the API server
+    accepts a pod failure policy only with "Never" (containers then restart in place, which a disruption
+    of the whole pod does not reach anyway)."""
+    if restart_policy != "Never":
+        return dict(policy) if policy is not None else None
+    rules = list((policy or {}).get("rules") or [])
+    decided = any(
+        condition.get("type") == "DisruptionTarget"
+        for rule in rules
+        if isinstance(rule, Mapping)
+        for condition in rule.get("onPodConditions") or []
+        if isinstance(condition, Mapping)
+    )
+    if decided:
+        return dict(policy or {})
+    return {**(policy or {}), "rules": [copy.deepcopy(dict(DISRUPTION_RULE)), *rules]}
 
 
 def job_spec(

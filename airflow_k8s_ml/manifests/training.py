@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from airflow_k8s_ml.manifests._jobs import job_spec
+from airflow_k8s_ml.manifests._jobs import job_spec, with_disruption_rule
 from airflow_k8s_ml.manifests.naming import merge_labels, object_meta
 from airflow_k8s_ml.manifests.pod import PodTemplate, build_pod_template
 from airflow_k8s_ml.manifests.training_rules import (
@@ -54,6 +54,9 @@ class FineTuneJobSpec:
     ``backoff_limit`` defaults to 0: Airflow's retries own retrying (each try is a new Job that resumes from
     the newest checkpoint), so Kubernetes-side retries would silently multiply GPU hours. ``queue_name``
     submits through Kueue (label + created suspended); ``suspend`` defaults to True then and may not be False.
+    A disruption is not a failure: the Job carries a pod failure policy whose first rule ignores pods with
+    ``DisruptionTarget`` (:data:`~airflow_k8s_ml.manifests._jobs.DISRUPTION_RULE`), so an evicted or
+    preempted pod is replaced at once without spending ``backoff_limit`` (``restart_policy="Never"`` only).
     """
 
     pod: PodTemplate
@@ -117,7 +120,7 @@ def build_job(
         suspend=spec.effective_suspend,
         parallelism=spec.parallelism,
         completions=spec.completions,
-        pod_failure_policy=spec.pod_failure_policy,
+        pod_failure_policy=with_disruption_rule(spec.pod_failure_policy, spec.restart_policy),
     )
     return {"apiVersion": "batch/v1", "kind": "Job", "metadata": metadata, "spec": body}
 

@@ -24,6 +24,7 @@ from typing import Any, Literal
 
 from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.status.clock import PhaseClock
+from airflow_k8s_ml.status.disruption import disruption_of
 from airflow_k8s_ml.status.kueue import (
     PositionAsked,
     QueueState,
@@ -58,13 +59,14 @@ WARNING_LIMIT = 10
 class Said:
     """What a wait carries from one look to the next: the phase clock, and what it already said or asked -
     the queue state last logged, the last position ask and its answer (None: no position known), the
-    rollout counts last logged."""
+    rollout counts last logged, the uids of the pods already named as disrupted."""
 
     clock: PhaseClock = field(default_factory=PhaseClock)
     queue: QueueState | None = None
     asked: PositionAsked | None = None
     pending: Mapping[str, Any] | None = None
     rollout: RolloutProgress | None = None
+    disrupted: tuple[str, ...] = ()
 
     def answered(self, ask: PositionAsked, pending: Mapping[str, Any] | None) -> Said:
         """After the position ask ``ask``: its answer (None when the visibility API did not give one)."""
@@ -180,9 +182,33 @@ def _deadline(target: Target, look: Look, decision: Decision, said: Said) -> tup
     return said, Line("warning", f"{target.what}: {decision.message}")
 
 
+def _disruptions(target: Target, look: Look, decision: Decision, said: Said) -> tuple[Said, Line | None]:
+    """Each pod of the workload disrupted (condition ``DisruptionTarget``: evicted, preempted, node
+    shutdown), named once with the cluster's reason and message: a disruption is not a failure (the Job's
+    pod failure policy ignores it) and the replacement resumes from the newest complete checkpoint."""
+    obj = look.obj
+    if obj is None or _replaced(target, obj):
+        return said, None
+    uid, texts, seen = uid_of(obj), [], list(said.disrupted)
+    for pod in [*(look.pods or ()), *look.gone_pods]:
+        condition = disruption_of(pod)
+        if condition is None or uid_of(pod) in seen or not owned_by(pod, uid):
+            continue
+        seen.append(uid_of(pod))
+        name = (pod.get("metadata") or {}).get("name")
+        texts.append(f"pod {name} disrupted: {condition.get('reason')}: {condition.get('message')}")
+    if not texts:
+        return said, None
+    text = f"{target.what}: {'; '.join(texts)} (disruption {len(seen)}; not counted as a failure, the " + (
+        "replacement resumes from the newest complete checkpoint)"
+    )
+    return replace(said, disrupted=tuple(seen)), Line("warning", text)
+
+
 #: The lines said after the decision, in order: ``(target, look, decision, said) -> (said, line or None)``.
 _AFTER_DECISION: tuple[Callable[[Target, Look, Decision, Said], tuple[Said, Line | None]], ...] = (
     _rollout,
+    _disruptions,
     _deadline,
 )
 

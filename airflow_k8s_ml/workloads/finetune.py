@@ -16,7 +16,7 @@ import argparse
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +199,13 @@ def run(cfg: FinetuneConfig, ctx: DistContext) -> FinetuneResult:
         distributed.shutdown(ctx)
 
 
+class _Say:
+    """``resume_point``'s logger, as the workload's own stdout lines (what the task log relays)."""
+
+    def info(self, message: str, *args: Any) -> None:
+        log(message % args if args else message)
+
+
 @dataclass
 class StartPoint:
     """Where training begins: the model, the last completed epoch/step and, on resume, optimizer and curve."""
@@ -212,10 +219,18 @@ class StartPoint:
 
 
 def _start_point(cfg: FinetuneConfig) -> StartPoint:
-    """Resume (weights + optimizer + epoch) beats warm start (weights only) beats a fresh random init."""
+    """Resume (weights + optimizer + epoch) beats warm start (weights only) beats a fresh random init.
+
+    Resume is from the newest complete checkpoint under ``CHECKPOINT_URI``, never an older one than
+    ``RESUME_FROM`` (:func:`~airflow_k8s_ml.checkpoints.resume_point`): a pod that replaces an evicted one
+    continues where the evicted one last committed, not where the attempt began."""
+    from airflow_k8s_ml.checkpoints import resume_point
     from airflow_k8s_ml.workloads.checkpoint_io import load_checkpoint
     from airflow_k8s_ml.workloads.model import DigitsMLP
 
+    resume_from = resume_point(cfg.checkpoint_uri, cfg.resume_from, log=_Say())
+    if resume_from != cfg.resume_from:
+        cfg = replace(cfg, resume_from=resume_from)
     if cfg.resume_from:
         if cfg.base_model:
             log(f"note: resume_from={cfg.resume_from} takes precedence over base_model={cfg.base_model}")

@@ -4,7 +4,10 @@
 from __future__ import annotations
 
 import json
+import time
+from typing import Any
 
+import pytest
 from kubernetes import client
 
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
@@ -70,3 +73,79 @@ def test_eviction_api_deletes_the_pod_gracefully(core: client.CoreV1Api, namespa
         wait_pod(core, namespace, "drained", lambda p: False, timeout=5)
     except client.ApiException as gone:
         assert gone.status == 404
+
+
+def _budget(name: str, selector: dict[str, str], **spec: object) -> dict[str, object]:
+    return {
+        "apiVersion": "policy/v1",
+        "kind": "PodDisruptionBudget",
+        "metadata": {"name": name},
+        "spec": {"selector": {"matchLabels": selector}, **spec},
+    }
+
+
+def _processed(
+    policy: client.PolicyV1Api, namespace: str, name: str, healthy: int
+) -> client.V1PodDisruptionBudget:
+    """The budget once the disruption controller has counted ``healthy`` pods for its generation."""
+    deadline = time.monotonic() + 10
+    while True:
+        pdb = policy.read_namespaced_pod_disruption_budget(name, namespace)
+        status = pdb.status
+        if (
+            status
+            and status.observed_generation == pdb.metadata.generation
+            and status.current_healthy == healthy
+        ):
+            return pdb
+        assert time.monotonic() < deadline, f"budget {name} not processed in 10s: {status}"
+        time.sleep(0.05)
+
+
+def _evict(core: client.CoreV1Api, namespace: str, name: str) -> Any:
+    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+    return core.create_namespaced_pod_eviction(name, namespace, eviction, _preload_content=False)
+
+
+def test_eviction_api_honours_the_disruption_budget(
+    core: client.CoreV1Api, api_client: client.ApiClient, namespace: str
+) -> None:
+    """A budget that needs every replica (a distributed run's) refuses the drain with upstream's 429; one
+    that allows a disruption lets exactly one eviction through, then refuses the next."""
+    policy = client.PolicyV1Api(api_client)
+    for name in ("rank-0", "rank-1"):
+        body = pod_body(name, _SLEEPER, terminationGracePeriodSeconds=1)
+        body["metadata"]["labels"] = {"run": "ddp"}
+        core.create_namespaced_pod(namespace, body)
+        _running(core, namespace, name)
+    policy.create_namespaced_pod_disruption_budget(
+        namespace, _budget("all-ranks", {"run": "ddp"}, minAvailable=2)
+    )
+    _processed(policy, namespace, "all-ranks", healthy=2)
+
+    with pytest.raises(client.ApiException) as refused:
+        _evict(core, namespace, "rank-0")
+    assert refused.value.status == 429
+    status = json.loads(refused.value.body)
+    assert (status["reason"], status["message"]) == (
+        "TooManyRequests",
+        "Cannot evict pod as it would violate the pod's disruption budget.",
+    )
+    assert status["details"]["causes"] == [
+        {
+            "reason": "DisruptionBudget",
+            "message": "The disruption budget all-ranks needs 2 healthy pods and has 2 currently",
+        }
+    ]
+    pod = core.read_namespaced_pod("rank-0", namespace)
+    assert pod.metadata.deletion_timestamp is None and condition(pod, "DisruptionTarget") is None
+
+    budget = policy.read_namespaced_pod_disruption_budget("all-ranks", namespace)
+    budget.spec.min_available = 1
+    policy.replace_namespaced_pod_disruption_budget("all-ranks", namespace, budget)
+    _processed(policy, namespace, "all-ranks", healthy=2)
+    assert _evict(core, namespace, "rank-0").status == 201
+    with pytest.raises(client.ApiException) as second:
+        _evict(core, namespace, "rank-1")
+    assert second.value.status == 429
+    assert core.read_namespaced_pod("rank-1", namespace).metadata.deletion_timestamp is None

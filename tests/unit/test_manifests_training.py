@@ -240,3 +240,29 @@ def test_pytorchjob_spec_errors(kwargs, field):
 def test_nproc_per_node_values(value):
     job = build_pytorchjob(PyTorchJobSpec(master=POD, nproc_per_node=value), "pt", "ml")
     assert job["spec"]["nprocPerNode"] == str(value)
+
+
+DISRUPTION_IGNORED = {"action": "Ignore", "onPodConditions": [{"type": "DisruptionTarget", "status": "True"}]}
+
+
+def test_fine_tune_job_does_not_count_a_disruption_against_its_backoff_limit():
+    job = build_job(FineTuneJobSpec(pod=POD), KEY.workload_name(), "ml", KEY.labels(), KEY.annotations())
+    assert job["spec"]["podFailurePolicy"] == {"rules": [DISRUPTION_IGNORED]}
+
+
+def test_a_users_pod_failure_policy_gets_the_disruption_rule_first_unless_it_decides_disruptions():
+    fail_on_3 = {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}}
+    spec = FineTuneJobSpec(pod=POD, pod_failure_policy={"rules": [fail_on_3]})
+    job = build_job(spec, KEY.workload_name(), "ml")
+    assert job["spec"]["podFailurePolicy"] == {"rules": [DISRUPTION_IGNORED, fail_on_3]}
+    counted = {"action": "Count", "onPodConditions": [{"type": "DisruptionTarget"}]}
+    own = build_job(
+        FineTuneJobSpec(pod=POD, pod_failure_policy={"rules": [counted]}), KEY.workload_name(), "ml"
+    )
+    assert own["spec"]["podFailurePolicy"] == {"rules": [counted]}
+
+
+def test_on_failure_jobs_carry_no_pod_failure_policy():
+    """The API server accepts a pod failure policy only with restartPolicy Never."""
+    job = build_job(FineTuneJobSpec(pod=POD, restart_policy="OnFailure"), KEY.workload_name(), "ml")
+    assert "podFailurePolicy" not in job["spec"]

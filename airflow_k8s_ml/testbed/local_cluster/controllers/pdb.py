@@ -1,8 +1,8 @@
 """PodDisruptionBudget status (pkg/controller/disruption): expectedPods, currentHealthy, desiredHealthy,
 disruptionsAllowed and the ``DisruptionAllowed`` condition, so ``kubectl get pdb`` shows real numbers.
 
-Nothing enforces a budget here: the local cluster has no voluntary evictions besides fault injection,
-which deliberately ignores budgets (a node failure would too).
+The Eviction API enforces these numbers (``kubelet/eviction_budget.py``, as upstream's eviction REST);
+the kubelet's node-pressure eviction (the ``evict`` fault injection) ignores budgets, as a real one does.
 """
 
 from __future__ import annotations

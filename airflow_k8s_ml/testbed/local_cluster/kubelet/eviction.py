@@ -2,7 +2,8 @@
 
 - The ``pods/eviction`` subresource (``kubectl drain``, the Python client's
   ``create_namespaced_pod_eviction``): marks the pod ``DisruptionTarget=True reason=EvictionByEvictionAPI``
-  and deletes it gracefully; answers 201 with a Status. PodDisruptionBudgets are stored but not enforced.
+  and deletes it gracefully; answers 201 with a Status. A PodDisruptionBudget that forbids it answers 429
+  as upstream (:mod:`.eviction_budget`), and an eviction it allows spends one of its disruptions.
 - Node-pressure eviction by the kubelet (the admin action ``evict``, for fault injection): the pod's
   processes are killed and it ends ``Failed`` with reason ``Evicted`` and ``DisruptionTarget`` reason
   ``TerminationByKubelet``, staying in the API like upstream evicted pods do.
@@ -19,9 +20,10 @@ from aiohttp import web
 
 from .. import errors, routing
 from ..meta import rfc3339
-from ..resources import ResourceType
+from ..resources import ResourceType, lookup
 from ..responses import json_response
 from ..store import Store
+from .eviction_budget import decide_eviction
 from .fit import TERMINAL_PHASES
 
 Obj = dict[str, Any]
@@ -45,6 +47,18 @@ def add_condition(pod: Obj, condition: Obj) -> None:
     status["conditions"].append(condition)
 
 
+def _spend(pod_name: str, now: float) -> Callable[[Obj], None]:
+    """``checkAndDecrement``: one disruption fewer, the pod noted in ``disruptedPods`` until the disruption
+    controller sees it go."""
+
+    def spend(pdb: Obj) -> None:
+        status = pdb.setdefault("status", {})
+        status["disruptionsAllowed"] = int(status.get("disruptionsAllowed") or 0) - 1
+        status.setdefault("disruptedPods", {})[pod_name] = rfc3339(now)
+
+    return spend
+
+
 def eviction_handler(
     store: Store, pods: ResourceType
 ) -> Callable[[web.Request, routing.Target], Awaitable[web.StreamResponse]]:
@@ -62,6 +76,11 @@ def eviction_handler(
             raise errors.bad_request("name in URL does not match name in Eviction object")
         pod = store.get(rt, namespace, name)
         options = body.get("deleteOptions") or {}
+        pdbs = lookup("policy", "v1", "poddisruptionbudgets")
+        assert pdbs is not None
+        verdict = decide_eviction(pod, store.iter(pdbs, namespace))
+        if verdict.spend is not None:
+            store.mutate(pdbs, namespace, verdict.spend["metadata"]["name"], _spend(name, time.time()))
         if (pod.get("status") or {}).get("phase") not in TERMINAL_PHASES:
             store.mutate(
                 rt,

@@ -141,6 +141,8 @@ class PodWorker:
         """First request wins the reason; a later one can only shorten the grace or silence the worker."""
         if self.stopping is None:
             self.stopping = request
+            if request.kind == "evict":  # every status from now on carries it, as upstream's status func
+                self._mark_evicted(request)
             self.stop_event.set()
         else:
             self.stopping.grace = min(self.stopping.grace, request.grace)
@@ -148,6 +150,20 @@ class PodWorker:
                 self.stopping.kind = request.kind
         if self.stopping.grace <= 0:
             self.kill_now.set()
+
+    def _mark_evicted(self, request: StopRequest) -> None:
+        """Upstream's eviction manager hands the pod worker a status function (phase Failed, reason Evicted,
+        ``DisruptionTarget`` TerminationByKubelet) applied to every status it writes while killing the pod:
+        no status without the condition may show the containers dead (a Job would count it as a failure)."""
+        self.forced = ("Failed", request.reason or "Evicted", request.message)
+        self.extra_conditions = [
+            {
+                "type": "DisruptionTarget",
+                "status": "True",
+                "reason": "TerminationByKubelet",
+                "message": request.message,
+            }
+        ]
 
     def observe(self, pod: Obj) -> None:
         """A newer version of the pod was stored: deletion starts a graceful stop."""
@@ -301,15 +317,7 @@ class PodWorker:
             return
         self.terminal = True
         if request.kind == "evict":
-            self.forced = ("Failed", request.reason or "Evicted", request.message)
-            self.extra_conditions = [
-                {
-                    "type": "DisruptionTarget",
-                    "status": "True",
-                    "reason": "TerminationByKubelet",
-                    "message": request.message,
-                }
-            ]
+            self._mark_evicted(request)
         elif request.kind == "deadline":
             self.forced = ("Failed", request.reason, request.message)
         self.publish()
