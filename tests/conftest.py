@@ -64,7 +64,7 @@ def pytest_terminal_summary(terminalreporter: Any, exitstatus: int, config: pyte
     refused = disallowed(_skipped)
     if refused:
         terminalreporter.line(
-            f"{len(refused)} test(s) skipped for a reason not in tests/conftest.py ALLOWED_SKIPS: the run fails",
+            f"{len(refused)} skipped for a reason not in ALLOWED_SKIPS (tests/conftest.py): the run fails",
             red=True,
         )
 
