@@ -163,9 +163,8 @@ def request_counts(kubeconfig: Path) -> Counter[str]:
     finally:
         client.close()
     counts: Counter[str] = Counter()
-    for verb, resource, n in re.findall(
-        r'apiserver_request_total\{verb="(\w+)",resource="([^"]*)",code="\d+"\} (\d+)', text
-    ):
+    series = r'apiserver_request_total\{verb="(\w+)",resource="([^"]*)",code="\d+"(?:,dry_run="All")?\} (\d+)'
+    for verb, resource, n in re.findall(series, text):
         if resource in {"deployments", "services", "horizontalpodautoscalers", "poddisruptionbudgets"}:
             counts[verb] += int(n)
     return counts

@@ -1,9 +1,11 @@
 """Bad rendered input refused in ``execute`` before anything is created (issue 12, point 8).
 
 Each case passes DAG parsing (the value is templated), is rendered to something wrong, and ``execute`` must
-raise a ``ValidationError`` naming the argument the user wrote while the namespace on the local cluster stays
-empty: no workload, no pod, no serving object. The checkpoint gate's case runs against the embedded S3
-endpoint: an object whose bytes no longer match the checksum S3 stored is a corrupt checkpoint (so
+raise a ``ValidationError`` naming the argument the user wrote having sent no write at all (counted through
+the cluster's ``/metrics``: a create-then-delete would leave the namespace empty too), and the namespace
+stays empty: no workload, no pod, no serving object. Every workload kind has a case (Job, PyTorchJob,
+TrainJob, the batch Job and CronJob, the serving objects). The checkpoint gate's case runs against the
+embedded S3 endpoint: an object whose bytes no longer match the checksum S3 stored is a corrupt checkpoint (so
 ``allow_older`` can pass over it), not a botocore exception. The parse-time halves are in
 ``tests/unit/test_bad_inputs.py``.
 """
@@ -26,6 +28,7 @@ from airflow_k8s_ml.operators import (
     FineTuneJobOperator,
     InferenceDeploymentOperator,
     PyTorchJobOperator,
+    TrainJobOperator,
 )
 from airflow_k8s_ml.testbed.local_s3 import LocalS3
 from tests.manifest_samples import CONTAINER, changed
@@ -34,6 +37,7 @@ from tests.manifest_samples import PYTORCHJOB as SAMPLE_PYTORCHJOB
 
 from .serving_helpers import context
 from .training_helpers import make_context
+from .write_count import no_write_accepted
 
 #: Templated raw manifests: valid at DAG parse time, wrong once rendered.
 JOB = changed(SAMPLE_JOB, f"{CONTAINER}.resources", {"limits": {"nvidia.com/gpu": "{{ params.gpus }}"}})
@@ -81,6 +85,10 @@ def objects_in(api_client: Any, namespace: str) -> dict[str, list[str]]:
     names = {kind: [item.metadata.name for item in items] for kind, items in found.items()}
     pytorchjobs = custom.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")
     names["PyTorchJob"] = [item["metadata"]["name"] for item in pytorchjobs["items"]]
+    trainjobs = custom.list_namespaced_custom_object(
+        "trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs"
+    )
+    names["TrainJob"] = [item["metadata"]["name"] for item in trainjobs["items"]]
     return names
 
 
@@ -89,8 +97,10 @@ def nothing_in(api_client: Any, namespace: str) -> bool:
 
 
 def refused_in_execute(op: Any, ctx: dict[str, Any]) -> ValidationError:
-    with pytest.raises(ValidationError) as info:
+    """``execute`` raises a ValidationError having sent no write request (not even a refused one)."""
+    with no_write_accepted() as sent, pytest.raises(ValidationError) as info:
         op.execute(ctx)
+    assert not sent, f"a refused input sent writes: {dict(sent)}"
     return info.value
 
 
@@ -145,6 +155,32 @@ def test_a_rendered_raw_batch_job_with_a_bad_deadline_creates_nothing(
     }  # render_template_as_native_obj
     error = refused_in_execute(op, make_context("raw"))
     assert error.field == "manifest.spec.activeDeadlineSeconds" and error.message == "must be >= 1, got 0"
+    assert nothing_in(api_client, namespace)
+
+
+TRAINJOB: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {"name": "raw"},
+    "spec": {
+        "runtimeRef": {"name": "torch-distributed"},
+        "trainer": {
+            "image": "python:3.11",
+            "command": ["python", "-c", "print(1)"],
+            "numNodes": "{{ params.nodes }}",
+        },
+    },
+}
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_a_rendered_raw_trainjob_with_a_bad_node_count_creates_nothing(
+    api_client: Any, namespace: str
+) -> None:
+    op = TrainJobOperator(task_id="raw", namespace=namespace, manifest=TRAINJOB)
+    op.manifest = rendered(TRAINJOB, "{{ params.nodes }}", "0")
+    error = refused_in_execute(op, make_context("raw"))
+    assert error.field.startswith("manifest.spec.trainer.numNodes"), error
     assert nothing_in(api_client, namespace)
 
 

@@ -144,7 +144,9 @@ def test_sensor_deadline_fails_with_a_clear_message(s3_bucket: str) -> None:
         sensor.execute({})
     started = time.monotonic()
     payload = asyncio.run(_first_event(deferred.value.trigger))
-    assert payload["status"] == "deadline" and time.monotonic() - started < 10
+    took = time.monotonic() - started
+    assert payload["status"] == "deadline", payload
+    assert took < 60, f"a 3 s deadline reported after {took:.1f} s (a hang)"
     with pytest.raises(AirflowSensorTimeout) as info:
         sensor.execute_complete({}, payload)
     message = str(info.value)

@@ -269,9 +269,10 @@ def test_graceful_delete_sends_sigterm_then_removes_the_pod(
     )
 
     with pytest.raises(client.ApiException) as gone:
-        wait_pod(core, namespace, "graceful", lambda p: False, timeout=5)
+        wait_pod(core, namespace, "graceful", lambda p: False, timeout=15)
     assert gone.value.status == 404
-    assert time.monotonic() - started < 5  # it exited on SIGTERM; the 20 s grace was not needed
+    took = time.monotonic() - started
+    assert took < 15, f"gone after {took:.1f} s: it exited on SIGTERM, the 20 s grace was not needed"
     assert marker.read_text() == "bye"
     assert any(
         e.reason == "Killing" and e.message == "Stopping container main"

@@ -3,7 +3,9 @@
 Every create and patch our operators send asks for ``fieldValidation=Strict`` (as ``kubectl`` does), so the
 API server answers 400 ``strict decoding error: unknown field "spec.bogusField"`` instead of dropping the
 field and creating the object. The serving operator applies several objects: each is validated by a
-server-side dry run before the first one is written, so a typo in one of them creates none.
+server-side dry run before the first one is written, so a typo in one of them creates none. "Nothing" is
+counted, not listed: no write request is carried out during the call (the cluster's ``/metrics``), so a
+create-then-delete fails these tests; the lists afterwards say what a failure left behind.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.errors import ApiError
-from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 from tests.integration import serving_helpers
 
 from .training_helpers import jobs, make_context, run_task
+from .write_count import no_write_accepted
 
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
@@ -55,8 +58,9 @@ def test_raw_job_manifest_with_an_unknown_field_fails_naming_it_and_creates_no_j
     manifest = copy.deepcopy(RAW_JOB)
     field = typo(manifest)
     op = FineTuneJobOperator(task_id="typo", namespace=namespace, manifest=manifest)
-    with pytest.raises(ApiError) as info:
+    with no_write_accepted() as sent, pytest.raises(ApiError) as info:
         run_task(op, make_context("typo"))
+    assert sent == {("POST", "jobs", "400"): 1}  # the one create, refused
     assert info.value.status == 400
     assert f'unknown field "{field}"' in str(info.value)
     assert jobs(batch, namespace) == []
@@ -102,13 +106,41 @@ def test_raw_pytorchjob_manifest_with_an_unknown_field_fails_naming_it_and_creat
         target = target[key]
     target["bogusField"] = True
     op = PyTorchJobOperator(task_id="typo", namespace=namespace, manifest=manifest)
-    with pytest.raises(ApiError) as info:
+    with no_write_accepted() as sent, pytest.raises(ApiError) as info:
         run_task(op, make_context("typo"))
+    assert sent == {("POST", "pytorchjobs", "400"): 1}  # the one create, refused
     assert info.value.status == 400
     assert f'unknown field "{field}"' in str(info.value)
     custom = client.CustomObjectsApi(api_client)
     assert custom.list_namespaced_custom_object("kubeflow.org", "v1", namespace, "pytorchjobs")["items"] == []
     assert client.CoreV1Api(api_client).list_namespaced_pod(namespace).items == []
+
+
+RAW_TRAINJOB: dict[str, Any] = {
+    "apiVersion": "trainer.kubeflow.org/v1alpha1",
+    "kind": "TrainJob",
+    "metadata": {"name": "typo"},
+    "spec": {
+        "runtimeRef": {"name": "torch-distributed"},
+        "trainer": {"image": "python:3.11", "command": ["python", "-c", "1"], "numNodes": 1, "bogusField": 1},
+    },
+}
+
+
+def test_raw_trainjob_manifest_with_an_unknown_field_fails_naming_it_and_creates_nothing(
+    api_client: Any, namespace: str
+) -> None:
+    from kubernetes import client
+
+    op = TrainJobOperator(task_id="typo", namespace=namespace, manifest=copy.deepcopy(RAW_TRAINJOB))
+    with no_write_accepted() as sent, pytest.raises(ApiError) as info:
+        run_task(op, make_context("typo"))
+    assert sent == {("POST", "trainjobs", "400"): 1}  # the one create, refused
+    assert info.value.status == 400
+    assert 'unknown field "spec.trainer.bogusField"' in str(info.value)
+    custom = client.CustomObjectsApi(api_client)
+    found = custom.list_namespaced_custom_object("trainer.kubeflow.org", "v1alpha1", namespace, "trainjobs")
+    assert found["items"] == []
 
 
 def serving_objects(api_client: Any, namespace: str) -> dict[str, list[str]]:
@@ -144,8 +176,9 @@ def test_deployment_override_with_an_unknown_field_fails_naming_it_and_creates_n
         network_policy={"from_namespaces": ["airflow"]},
         deployment_overrides={"spec": {"bogus": 1}},
     )
-    with pytest.raises(ApiError) as info:
+    with no_write_accepted() as sent, pytest.raises(ApiError) as info:
         serving_helpers.run_task(op, serving_helpers.context("deploy"))
+    assert not sent, f"the dry runs found the typo, yet writes were sent: {dict(sent)}"
     assert info.value.status == 400
     assert 'unknown field "spec.bogus"' in str(info.value)
     assert serving_objects(api_client, namespace) == {

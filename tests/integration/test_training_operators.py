@@ -119,7 +119,8 @@ def test_run_deadline_deletes_the_job_and_leaves_no_pods(
         run_task(op, make_context("stuck"))
     assert info.value.deadline == "run_timeout"
     assert str(info.value).startswith("run_timeout 1s exceeded")
-    assert time.monotonic() - started < 15
+    took = time.monotonic() - started
+    assert took < 60, f"run_timeout 1s ended the task only after {took:.1f} s (a hang; figures: bench/)"
     assert jobs(batch, namespace) == [] and pods(core, namespace) == []
     assert "epoch 1 of 100" in task_log(capsys)  # the last lines were logged before the deletion
 
@@ -269,7 +270,10 @@ def test_kill_while_deferred_deletes_the_job(batch: Any, core: Any, namespace: s
     async def kill_while_waiting() -> None:
         trigger = revive(deferred.trigger)
         waiting = asyncio.create_task(first_event(trigger))
+        deadline = time.monotonic() + 60
         while running_pod(core, namespace) is None:
+            assert not waiting.done(), f"the trigger ended before the pod ran: {waiting!r}"
+            assert time.monotonic() < deadline, "no pod of Job killme running after 60 s"
             await asyncio.sleep(0.1)
         waiting.cancel()  # what the triggerer does when the user marks the task failed ...
         await asyncio.gather(waiting, return_exceptions=True)

@@ -167,7 +167,8 @@ def test_a_symlinked_step_or_file_is_refused_and_never_walked(tmp_path: Path) ->
     os.symlink(secret, base / "step-2" / "model.bin")
     started = time.perf_counter()
     history = HistoryReader().read(f"file://{base}")
-    assert time.perf_counter() - started < 0.5
+    took = time.perf_counter() - started
+    assert took < 10, f"reading the history took {took:.1f} s: the step-9 link to /usr was followed?"
     problems = {p.step: p.problem for p in history.points}
     assert problems[9] == "step-9 is a symbolic link: refused"
     assert problems[2] == "step-2/model.bin is a symbolic link: refused"

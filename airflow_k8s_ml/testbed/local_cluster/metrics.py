@@ -1,7 +1,10 @@
 """Prometheus text metrics, named as the real apiserver names them where one exists.
 
 Benchmarks read ``apiserver_request_total`` (requests per waiting job-hour) and
-``apiserver_tcp_connections_total`` (new connections per request) from here.
+``apiserver_tcp_connections_total`` (new connections per request) from here; tests count the writes a call
+sent (a refused input must send none). A server-side dry run (``dryRun=All``) is counted under the label
+``dry_run="All"``, as upstream labels it, so a dry run is not mistaken for a write (the label is left out
+of the other series).
 """
 
 from __future__ import annotations
@@ -12,21 +15,23 @@ from collections.abc import Callable
 
 class Metrics:
     def __init__(self, open_watches: Callable[[], int]) -> None:
-        self.requests: Counter[tuple[str, str, str]] = Counter()
+        self.requests: Counter[tuple[str, str, str, bool]] = Counter()
         self.connections = 0
         self._open_watches = open_watches
         self.longrunning: Counter[str] = Counter()
 
-    def count_request(self, verb: str, resource: str, code: int) -> None:
-        self.requests[(verb, resource, str(code))] += 1
+    def count_request(self, verb: str, resource: str, code: int, *, dry_run: bool = False) -> None:
+        self.requests[(verb, resource, str(code), dry_run)] += 1
 
     def render(self) -> str:
         lines = [
             "# HELP apiserver_request_total Counter of apiserver requests by verb, resource and code.",
             "# TYPE apiserver_request_total counter",
         ]
-        for (verb, resource, code), n in sorted(self.requests.items()):
-            lines.append(f'apiserver_request_total{{verb="{verb}",resource="{resource}",code="{code}"}} {n}')
+        for (verb, resource, code, dry_run), n in sorted(self.requests.items()):
+            dry = ',dry_run="All"' if dry_run else ""
+            series = f'verb="{verb}",resource="{resource}",code="{code}"{dry}'
+            lines.append(f"apiserver_request_total{{{series}}} {n}")
         lines += [
             "# HELP apiserver_longrunning_requests Gauge of all active long-running apiserver requests.",
             "# TYPE apiserver_longrunning_requests gauge",

@@ -134,12 +134,13 @@ class ApiServer:
             self._seen_transports.add(request.transport)
             self.cluster.metrics.connections += 1
         verb, resource = self._classify(request)
+        dry_run = _dry_run(request)
         try:
             response = await handler(request)
         except web.HTTPException as exc:
-            self.cluster.metrics.count_request(verb, resource, exc.status)
+            self.cluster.metrics.count_request(verb, resource, exc.status, dry_run=dry_run)
             raise
-        self.cluster.metrics.count_request(verb, resource, response.status)
+        self.cluster.metrics.count_request(verb, resource, response.status, dry_run=dry_run)
         return response
 
     @web.middleware
