@@ -8,7 +8,7 @@ replica (:mod:`.pods`), the Chief (or Worker 0) as master role, and TFJob's ``Up
 
 from __future__ import annotations
 
-from ...resources import lookup
+from ...resources import ResourceType, lookup
 from ..pytorchjob.controller import PyTorchJobController
 from ..pytorchjob.sync import Flavor
 from .admission import admit_tfjob
@@ -16,8 +16,14 @@ from .api import CONTROLLER_NAME, TENSORFLOW, is_master_role
 from .pods import address_slots, tf_env
 from .status import update_job_status
 
-TFJOBS = lookup("kubeflow.org", "v1", "tfjobs")
-assert TFJOBS is not None
+
+def _tfjobs() -> ResourceType:
+    rt = lookup("kubeflow.org", "v1", "tfjobs")
+    assert rt is not None
+    return rt
+
+
+TFJOBS = _tfjobs()
 
 #: TFJob on the common job logic. A replica recreated after a failure gets a new IP; the others keep the
 #: ``TF_CONFIG`` they started with (upstream's Service names would follow it), so none is marked stale.
