@@ -21,6 +21,7 @@ INTEGRATION = "Kubernetes ML training and serving"
 OPERATOR_MODULES = [
     "airflow_k8s_ml.operators.training",
     "airflow_k8s_ml.operators.trainjob",
+    "airflow_k8s_ml.operators.tfjob",
     "airflow_k8s_ml.operators.checkpoint",
     "airflow_k8s_ml.operators.inference",
     "airflow_k8s_ml.operators.batch_job",

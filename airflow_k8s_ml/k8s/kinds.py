@@ -49,7 +49,8 @@ class KindFacts(Record):
 #: DNS-1035, 63 (its CRD's CEL rules); its JobSet has the same name, and JobSet refuses a name whose pods
 #: ``<name>-<replicated job>-<job index>-<pod index>-<5 random>`` exceed 63, so generated names are 33: room
 #: for the longest replicated job upstream's runtimes have (``dataset-initializer``). Its pods are the
-#: JobSet's, found by the JobSet name label.
+#: JobSet's, found by the JobSet name label. TFJob: as the PyTorchJob (same webhook rule, same
+#: ``<name>-<type>-<i>`` pods and Services; ``-evaluator-0`` is the longest fixed suffix).
 WORKLOAD_KINDS: tuple[KindFacts, ...] = (
     KindFacts("Job", "batch", "v1", "jobs", False, 63, 57, "batch.kubernetes.io/job-name", training=True),
     KindFacts("CronJob", "batch", "v1", "cronjobs", False, 52, 52, None),
@@ -63,6 +64,9 @@ WORKLOAD_KINDS: tuple[KindFacts, ...] = (
         48,
         "training.kubeflow.org/job-name",
         training=True,
+    ),
+    KindFacts(
+        "TFJob", "kubeflow.org", "v1", "tfjobs", True, 63, 48, "training.kubeflow.org/job-name", training=True
     ),
     KindFacts("Deployment", "apps", "v1", "deployments", False, 253, None, None),
     KindFacts(

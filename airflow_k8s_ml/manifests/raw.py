@@ -38,6 +38,7 @@ from airflow_k8s_ml.manifests.naming import merge_labels
 from airflow_k8s_ml.manifests.pod_fields import pod_spec_keys
 from airflow_k8s_ml.manifests.pod_rules import check_pod_fields
 from airflow_k8s_ml.manifests.quantities import validate_resources
+from airflow_k8s_ml.manifests.tfjob_rules import TF_CONTAINER, tfjob_max_name_length
 from airflow_k8s_ml.manifests.training import KUEUE_QUEUE_LABEL, PYTORCH_CONTAINER, pytorchjob_max_name_length
 from airflow_k8s_ml.manifests.training_rules import check_pytorchjob_fields
 from airflow_k8s_ml.manifests.trainjob_rules import check_trainjob_fields, check_trainjob_pod
@@ -133,8 +134,14 @@ def load_manifest(source: Mapping[str, Any] | str | os.PathLike[str]) -> dict[st
     return documents[0]
 
 
+#: The Kubeflow v1 kinds: where their replica specs are, and the container the training operator requires.
+_REPLICA_SPECS = {"PyTorchJob": "pytorchReplicaSpecs", "TFJob": "tfReplicaSpecs"}
+_TRAINING_CONTAINER = {"PyTorchJob": PYTORCH_CONTAINER, "TFJob": TF_CONTAINER}
+
+
 def pod_templates(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
-    """``(path, PodTemplateSpec)`` for every pod template in a Job, CronJob, Deployment or PyTorchJob."""
+    """``(path, PodTemplateSpec)`` for every pod template in a Job, CronJob, Deployment, PyTorchJob or
+    TFJob."""
     kind = obj.get("kind")
     spec = obj.get("spec") or {}
     if kind in ("Job", "Deployment"):
@@ -142,10 +149,11 @@ def pod_templates(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]
     elif kind == "CronJob":
         job_template = spec.setdefault("jobTemplate", {}).setdefault("spec", {})
         yield "spec.jobTemplate.spec.template", job_template.setdefault("template", {})
-    elif kind == "PyTorchJob":
-        for role, replica in (spec.get("pytorchReplicaSpecs") or {}).items():
+    elif kind in _REPLICA_SPECS:
+        key = _REPLICA_SPECS[kind]
+        for role, replica in (spec.get(key) or {}).items():
             if isinstance(replica, dict):
-                yield f"spec.pytorchReplicaSpecs.{role}.template", replica.setdefault("template", {})
+                yield f"spec.{key}.{role}.template", replica.setdefault("template", {})
 
 
 def env_containers(obj: Mapping[str, Any]) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -342,7 +350,7 @@ def _check_kind_rules(obj: dict[str, Any]) -> None:
     if kind == "TrainJob":
         _check_trainjob_spec(spec)
     for path, template in pod_templates(obj):
-        _check_containers(path, template, PYTORCH_CONTAINER if kind == "PyTorchJob" else None)
+        _check_containers(path, template, _TRAINING_CONTAINER.get(kind))
     if kind == "Job":
         _check_job_spec(spec, "spec")
     elif kind == "CronJob":
@@ -355,7 +363,7 @@ def _apply_queue_rule(obj: dict[str, Any], labels: Mapping[str, str]) -> None:
         return
     if obj["kind"] == "Job":
         holder, where = obj["spec"], "spec.suspend"
-    elif obj["kind"] == "PyTorchJob":
+    elif obj["kind"] in _REPLICA_SPECS:
         holder, where = obj["spec"].setdefault("runPolicy", {}), "spec.runPolicy.suspend"
     elif obj["kind"] == "TrainJob":
         holder, where = obj["spec"], "spec.suspend"
@@ -376,6 +384,10 @@ def _set_name_and_namespace(obj: dict[str, Any], name: str | None, namespace: st
     if obj["kind"] == "PyTorchJob":
         workers = ((obj["spec"].get("pytorchReplicaSpecs") or {}).get("Worker") or {}).get("replicas", 0)
         max_length = pytorchjob_max_name_length(workers if isinstance(workers, int) else 0)
+    if obj["kind"] == "TFJob":
+        tf_specs = obj["spec"].get("tfReplicaSpecs") or {}
+        counts = [(tf_specs.get(t) or {}).get("replicas", 1) for t in ("Worker", "PS")]
+        max_length = tfjob_max_name_length(*(n if isinstance(n, int) else 0 for n in counts))
     validate_name(obj["kind"], metadata.get("name"), "metadata.name", max_length=max_length)
     existing = metadata.get("namespace")
     if namespace is not None:

@@ -18,6 +18,7 @@ _EXPORTS: dict[str, str] = {
     "FineTuneJobOperator": "training",
     "InferenceDeploymentOperator": "inference",
     "PyTorchJobOperator": "training",
+    "TFJobOperator": "tfjob",
     "TrainJobOperator": "trainjob",
 }
 
@@ -28,6 +29,7 @@ __all__ = [
     "FineTuneJobOperator",
     "InferenceDeploymentOperator",
     "PyTorchJobOperator",
+    "TFJobOperator",
     "TrainJobOperator",
 ]
 
@@ -50,5 +52,6 @@ if TYPE_CHECKING:  # pragma: no cover - for type checkers and IDEs only
     from airflow_k8s_ml.operators.batch_job import BatchInferenceJobOperator
     from airflow_k8s_ml.operators.checkpoint import CheckpointCheckOperator
     from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+    from airflow_k8s_ml.operators.tfjob import TFJobOperator
     from airflow_k8s_ml.operators.training import FineTuneJobOperator, PyTorchJobOperator
     from airflow_k8s_ml.operators.trainjob import TrainJobOperator

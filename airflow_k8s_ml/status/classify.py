@@ -18,6 +18,7 @@ from airflow_k8s_ml.status.pod import pod_problem
 from airflow_k8s_ml.status.pytorchjob import classify_pytorchjob
 from airflow_k8s_ml.status.rollout import classify_deployment
 from airflow_k8s_ml.status.state import FAILED, PENDING, RUNNING, SUCCEEDED, WorkloadState
+from airflow_k8s_ml.status.tfjob import classify_tfjob
 from airflow_k8s_ml.status.trainjob import classify_trainjob
 
 __all__ = ["CLASSIFIERS", "classify", "classify_pod"]
@@ -42,6 +43,7 @@ def classify_pod(pod: Mapping[str, Any]) -> WorkloadState:
 CLASSIFIERS: dict[str, tuple[str, Callable[[Mapping[str, Any]], WorkloadState]]] = {
     "Job": ("batch", classify_job),
     "PyTorchJob": ("kubeflow.org", classify_pytorchjob),
+    "TFJob": ("kubeflow.org", classify_tfjob),
     "TrainJob": ("trainer.kubeflow.org", classify_trainjob),
     "Deployment": ("apps", classify_deployment),
     "CronJob": ("batch", classify_cronjob),

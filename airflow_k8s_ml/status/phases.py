@@ -17,7 +17,7 @@ __all__ = ["SUSPENDED_REASONS", "deadline_phase"]
 
 #: Workload reasons that mean "waiting in a queue": the admission budget (a TrainJob's is upstream's
 #: ``Suspended``; its JobSet and Jobs are suspended with it).
-SUSPENDED_REASONS = frozenset({"JobSuspended", "PyTorchJobSuspended", "Suspended"})
+SUSPENDED_REASONS = frozenset({"JobSuspended", "PyTorchJobSuspended", "TFJobSuspended", "Suspended"})
 
 
 def deadline_phase(state: WorkloadState, pods: Iterable[Mapping[str, Any]]) -> PodPhaseKind:

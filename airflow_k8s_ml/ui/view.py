@@ -20,7 +20,9 @@ from airflow_k8s_ml.ui.live import LiveStatus
 __all__ = ["TRAINING_OPERATORS", "Deadline", "TrainingView", "build_view"]
 
 #: Task types that get a Training tab (the TI's ``operator`` column holds the class name).
-TRAINING_OPERATORS = frozenset({"FineTuneJobOperator", "PyTorchJobOperator", "TrainJobOperator"})
+TRAINING_OPERATORS = frozenset(
+    {"FineTuneJobOperator", "PyTorchJobOperator", "TFJobOperator", "TrainJobOperator"}
+)
 #: Metrics that count progress rather than measure the model: the x axis, not a curve.
 COUNTERS = frozenset({"epoch", "global_step", "step"})
 #: Metrics drawn and tabled, at most (losses and accuracies first, then by name); the rest are named in a

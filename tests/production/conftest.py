@@ -89,6 +89,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
     (dags / "nightly_finetune.py").symlink_to(REPO / "dags" / "nightly_finetune.py")
     (dags / "fault_training.py").symlink_to(TEST_DAGS / "fault_training.py")
     (dags / "hostile_logs.py").symlink_to(TEST_DAGS / "hostile_logs.py")
+    (dags / "tf_training.py").symlink_to(TEST_DAGS / "tf_training.py")
     from kubernetes import config
 
     with demo.embedded_services(root / "state") as services:
@@ -98,7 +99,14 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
         with AirflowStack(settings) as stack:
             api = config.new_client_from_config(config_file=str(services.kubeconfig))
             try:
-                for dag_id in ("nightly_finetune", "short_training", "slow_defer_training", "hostile_logs"):
+                dag_ids = (
+                    "nightly_finetune",
+                    "short_training",
+                    "slow_defer_training",
+                    "hostile_logs",
+                    "tf_training",
+                )
+                for dag_id in dag_ids:
                     stack.rest.wait_dag(dag_id)
                     stack.rest.set_paused(dag_id, False)
                 yield Production(stack, services, api)

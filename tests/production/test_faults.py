@@ -33,7 +33,6 @@ def _jobs(production: Production, dag_id: str, run_id: str) -> list[str]:
     ]
 
 
-
 def _log_has(production: Production, dag_id: str, run_id: str, text: str, try_number: int = 1) -> bool:
     return any(text in line for line in production.log_lines(dag_id, run_id, "train", try_number))
 

@@ -22,7 +22,6 @@ def _states(production: Production, run_id: str) -> dict[str, str]:
     return {ti["task_id"]: ti["state"] for ti in production.rest.task_instances(DAG, run_id)}
 
 
-
 @pytest.fixture(scope="module")
 def job_run(production: Production) -> dict[str, Any]:
     run_id = production.rest.trigger(DAG, SMALL)

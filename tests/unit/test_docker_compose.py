@@ -13,8 +13,16 @@ SERVICES = COMPOSE["services"]
 
 
 def test_the_stack_has_every_component() -> None:
-    expected = {"postgres", "minio", "k3s", "bootstrap", "airflow-apiserver", "airflow-scheduler",
-                "airflow-dag-processor", "airflow-triggerer"}
+    expected = {
+        "postgres",
+        "minio",
+        "k3s",
+        "bootstrap",
+        "airflow-apiserver",
+        "airflow-scheduler",
+        "airflow-dag-processor",
+        "airflow-triggerer",
+    }
     assert expected <= set(SERVICES)
     assert SERVICES["k3s"]["image"].startswith("rancher/k3s:")
     assert SERVICES["minio"]["image"].startswith("minio/minio")

@@ -36,9 +36,7 @@ PROVIDER = (
 #: dropped from here; a new one fails the test.
 KNOWN_MODULE_CYCLES = {
     # open_backend() (backend.py) imports its two backends, which import backend.py's Source protocol.
-    frozenset(
-        f"{ROOT}.checkpoints.{name}" for name in ("backend", "file_backend", "s3_backend")
-    ),
+    frozenset(f"{ROOT}.checkpoints.{name}" for name in ("backend", "file_backend", "s3_backend")),
 }
 
 Graph = dict[str, set[str]]

@@ -138,6 +138,10 @@ CONSTRUCT: dict[str, str] = {
         " deadline=timedelta(hours=2))"
     ),
     "PyTorchJobOperator": "PyTorchJobOperator(task_id='t', image='trainer:1', workers=2, queue_name='gpu')",
+    "TFJobOperator": (
+        "TFJobOperator(task_id='t', image='trainer:1', workers='{{ params.workers }}', ps=1,"
+        " success_policy='', clean_pod_policy='Running')"
+    ),
     "TrainJobOperator": (
         "TrainJobOperator(task_id='t', image='trainer:1', num_nodes='{{ params.workers }}',"
         " resources_per_node={'cpu': '2', 'nvidia.com/gpu': 1}, queue_name='gpu', shm_size='1Gi',"
@@ -191,7 +195,7 @@ print(";".join((
 EXECUTE_ONLY = {
     *(
         f"airflow_k8s_ml.manifests.{name}"
-        for name in ("pod", "training", "trainjob", "serving", "batch", "naming")
+        for name in ("pod", "training", "trainjob", "tfjob", "serving", "batch", "naming")
     ),
     *(f"airflow_k8s_ml.checkpoints.{name}" for name in ("store", "manifest")),
 }

@@ -20,6 +20,8 @@ from airflow_k8s_ml.manifests.pod_rules import (
 )
 from airflow_k8s_ml.manifests.serving import Autoscaling, InferenceSpec, IngressPolicy
 from airflow_k8s_ml.manifests.serving_rules import AUTOSCALING_DEFAULTS, INFERENCE_DEFAULTS, INGRESS_DEFAULTS
+from airflow_k8s_ml.manifests.tfjob import TFJobSpec
+from airflow_k8s_ml.manifests.tfjob_rules import TFJOB_DEFAULTS
 from airflow_k8s_ml.manifests.training import FineTuneJobSpec, PyTorchJobSpec
 from airflow_k8s_ml.manifests.training_rules import (
     FINETUNE_JOB_DEFAULTS,
@@ -49,6 +51,7 @@ def defaults(cls: type, *, without: tuple[str, ...]) -> dict[str, Any]:
         (FineTuneJobSpec, FINETUNE_JOB_DEFAULTS, ("pod",)),
         (PyTorchJobSpec, PYTORCHJOB_DEFAULTS, ("master", "worker")),
         (TrainJobSpec, TRAINJOB_DEFAULTS, ("trainer",)),
+        (TFJobSpec, TFJOB_DEFAULTS, ("pod",)),
         (Autoscaling, AUTOSCALING_DEFAULTS, ("max_replicas",)),
         (IngressPolicy, INGRESS_DEFAULTS, ()),
         (InferenceSpec, INFERENCE_DEFAULTS, ("pod", "model_uri", "autoscaling", "network_policy")),

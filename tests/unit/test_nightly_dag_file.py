@@ -23,11 +23,14 @@ def _load() -> object:
 
 
 def test_dag_file_parses_without_heavy_imports() -> None:
-    code = ("import sys; sys.path.insert(0, 'dags'); import nightly_finetune; "
-            "heavy = [m for m in ('kubernetes', 'kubernetes_asyncio', 'boto3', 'botocore', 'torch') "
-            "if m in sys.modules]; print(heavy)")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         cwd=REPO, timeout=120)
+    code = (
+        "import sys; sys.path.insert(0, 'dags'); import nightly_finetune; "
+        "heavy = [m for m in ('kubernetes', 'kubernetes_asyncio', 'boto3', 'botocore', 'torch') "
+        "if m in sys.modules]; print(heavy)"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd=REPO, timeout=120
+    )
     assert out.stdout.strip().splitlines()[-1] == "[]"
 
 
@@ -40,8 +43,9 @@ def test_unpausing_waits_for_the_next_scheduled_time(monkeypatch: pytest.MonkeyP
     dag = _load().dag  # type: ignore[attr-defined]
     shipped = dag.timetable
     assert dag.start_date is None and dag.catchup is False
-    core = CronTriggerTimetable(shipped.expression, timezone=shipped.timezone,
-                                run_immediately=shipped.run_immediately)
+    core = CronTriggerTimetable(
+        shipped.expression, timezone=shipped.timezone, run_immediately=shipped.run_immediately
+    )
     restriction = TimeRestriction(earliest=None, latest=None, catchup=False)
     # whenever the DAG is unpaused, even minutes after a 01:30: the first run is the next 01:30
     slot = pendulum.datetime(2026, 12, 2, 1, 30, tz="Europe/Amsterdam")

@@ -11,7 +11,7 @@ from typing import Any
 from airflow.sdk import DAG
 from airflow.serialization.serialized_objects import DagSerialization
 
-from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator
+from airflow_k8s_ml.operators import FineTuneJobOperator, PyTorchJobOperator, TFJobOperator, TrainJobOperator
 from airflow_k8s_ml.operators._adopt import WorkloadRecord
 from airflow_k8s_ml.sensors import TrainingJobSensor
 
@@ -35,8 +35,11 @@ def build_dag() -> DAG:
         nodes = TrainJobOperator(
             task_id="nodes", image="trainer:1", num_nodes="{{ params.workers }}", namespace="ml"
         )
+        tf = TFJobOperator(
+            task_id="tf", image="trainer:1", workers="{{ params.workers }}", ps=1, namespace="ml"
+        )
         wait = TrainingJobSensor(task_id="wait", name="{{ ti.xcom_pull('train')['name'] }}", namespace="ml")
-        train >> ddp >> nodes >> wait
+        train >> ddp >> nodes >> tf >> wait
     return dag
 
 
@@ -45,7 +48,7 @@ def test_template_fields_survive_dag_serialisation() -> None:
     data = DagSerialization.to_dict(dag)
     json.dumps(data)  # what is stored must be JSON
     restored = DagSerialization.from_dict(data)
-    for task_id in ("train", "ddp", "nodes", "wait"):
+    for task_id in ("train", "ddp", "nodes", "tf", "wait"):
         original, copy_ = dag.get_task(task_id), restored.get_task(task_id)
         assert copy_.task_type == type(original).__name__
         assert list(copy_.template_fields) == list(original.template_fields)

@@ -14,13 +14,20 @@ from airflow_k8s_ml.operators import (
     BatchInferenceJobOperator,
     FineTuneJobOperator,
     PyTorchJobOperator,
+    TFJobOperator,
     TrainJobOperator,
 )
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS
 from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
 
-WORKLOAD_OPERATORS = (FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator, BatchInferenceJobOperator)
+WORKLOAD_OPERATORS = (
+    FineTuneJobOperator,
+    PyTorchJobOperator,
+    TFJobOperator,
+    TrainJobOperator,
+    BatchInferenceJobOperator,
+)
 BATCH_URIS = {"model_uri": "s3://m/ckpt/", "input_uri": "s3://d/in/", "output_uri": "s3://d/out/"}
 TRAINJOB_REFUSED = ("env_from", "scheduler_name", "ttl_seconds_after_finished", "gang_scheduler")
 ids = pytest.mark.parametrize("operator", WORKLOAD_OPERATORS, ids=lambda op: op.__name__)
@@ -49,7 +56,9 @@ def test_the_pod_group_is_the_pod_field_declarations_arguments() -> None:
     assert set(PodArguments._fields) == {*POD_ARGUMENTS, "pod_options"}
 
 
-def test_only_the_trainjob_refuses_shared_arguments() -> None:
+def test_only_the_trainjob_and_the_tfjob_refuse_shared_arguments() -> None:
+    assert set(TFJobOperator.workload.refused) == {"gang_scheduler"}
+    assert "gang_scheduler" not in inspect.signature(TFJobOperator).parameters
     assert set(TrainJobOperator.workload.refused) == set(TRAINJOB_REFUSED)
     assert not set(TRAINJOB_REFUSED) & set(inspect.signature(TrainJobOperator).parameters)
     for operator in (FineTuneJobOperator, PyTorchJobOperator, BatchInferenceJobOperator):

@@ -91,8 +91,10 @@ def test_pod_options_errors_read_alike_in_every_operator_family() -> None:
     from airflow_k8s_ml.operators import InferenceDeploymentOperator
 
     serving = {"task_id": "s", "image": "server:1", "model_uri": "s3://m/step-1/", "name": "svc"}
-    for make in (lambda o: FineTuneJobOperator(**GOOD, pod_options=o),
-                 lambda o: InferenceDeploymentOperator(**serving, pod_options=o)):
+    for make in (
+        lambda o: FineTuneJobOperator(**GOOD, pod_options=o),
+        lambda o: InferenceDeploymentOperator(**serving, pod_options=o),
+    ):
         with pytest.raises(ValidationError) as given:
             make({"image": "other:2"})
         assert str(given.value) == "pod_options.image: set by the 'image' argument, not pod_options"

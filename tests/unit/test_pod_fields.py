@@ -18,12 +18,19 @@ from airflow_k8s_ml.operators import (
     FineTuneJobOperator,
     InferenceDeploymentOperator,
     PyTorchJobOperator,
+    TFJobOperator,
     TrainJobOperator,
 )
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS
 from airflow_k8s_ml.operators._serving import POD_ARGUMENTS as SERVING_POD_ARGUMENTS
 
-WORKLOAD_OPERATORS = (FineTuneJobOperator, PyTorchJobOperator, TrainJobOperator, BatchInferenceJobOperator)
+WORKLOAD_OPERATORS = (
+    FineTuneJobOperator,
+    PyTorchJobOperator,
+    TFJobOperator,
+    TrainJobOperator,
+    BatchInferenceJobOperator,
+)
 SERVING_OPERATORS = (InferenceDeploymentOperator, BatchInferenceCronJobOperator)
 #: Every name a pod field goes by: its PodTemplate name and its operator argument. ``labels`` and
 #: ``annotations`` are left out: as operator arguments they name the workload's metadata, not the pod's.
@@ -56,8 +63,14 @@ def documented(cls: type) -> set[str]:
 def test_the_typed_pod_template_has_exactly_the_declared_fields_in_order() -> None:
     declared = [(f.name, f.default) for f in POD_FIELDS]
     typed = [
-        (f.name, None if f.default is MISSING and f.default_factory is MISSING else
-         f.default if f.default is not MISSING else f.default_factory())  # type: ignore[misc]
+        (
+            f.name,
+            None
+            if f.default is MISSING and f.default_factory is MISSING
+            else f.default
+            if f.default is not MISSING
+            else f.default_factory(),
+        )  # type: ignore[misc]
         for f in fields(PodTemplate)
     ]
     assert typed == declared

@@ -116,4 +116,4 @@ def test_bad_deadlines_fail_at_defer_time() -> None:
 
 def test_unknown_kind_needs_an_api_version() -> None:
     with pytest.raises(ValidationError):
-        make(kind="TFJob")
+        make(kind="MPIJob")

@@ -126,6 +126,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", categories=("all", "kubeflow")),
+    ResourceType("kubeflow.org", "v1", "tfjobs", "TFJob", categories=("all", "kubeflow")),
     # Kubeflow Trainer v2 and JobSet: their CRDs declare no short names and no categories.
     ResourceType("trainer.kubeflow.org", "v1alpha1", "trainjobs", "TrainJob", categories=()),
     ResourceType(

@@ -120,6 +120,19 @@ CUSTOM_SCHEMAS[("kubeflow.org/v1", "PyTorchJob")] = {
     },
     "status": _JOB_STATUS,
 }
+# kubeflow.org/v1 TFJob (tensorflow_types.go TFJobSpec): the same RunPolicy, ReplicaSpec and JobStatus.
+CUSTOM_SCHEMAS[("kubeflow.org/v1", "TFJob")] = {
+    "apiVersion": LEAF,
+    "kind": LEAF,
+    "metadata": "V1ObjectMeta",
+    "spec": {
+        "runPolicy": _RUN_POLICY,
+        "successPolicy": LEAF,
+        "tfReplicaSpecs": ("map", _REPLICA_SPEC),
+        "enableDynamicWorker": LEAF,
+    },
+    "status": _JOB_STATUS,
+}
 
 
 # jobset.x-k8s.io/v1alpha2 JobSet (kubernetes-sigs/jobset api/jobset/v1alpha2/jobset_types.go).

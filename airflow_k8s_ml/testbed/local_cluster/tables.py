@@ -373,6 +373,7 @@ COLUMNS: dict[str, list[Column]] = {
         _CRONJOB_SELECTOR,
     ],
     "PyTorchJob": [_NAME, Column("State", "string", _last_condition), _AGE],
+    "TFJob": [_NAME, Column("State", "string", _last_condition), _AGE],
     "TrainJob": [_NAME, Column("State", "string", _last_condition), _AGE],
     "JobSet": [
         _NAME,

@@ -22,6 +22,7 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.job.ttl:TTLAfterFinishedController",
     "controllers.cronjob.controller:CronJobController",
     "controllers.pytorchjob.controller:PyTorchJobController",
+    "controllers.tfjob.controller:TFJobController",
     "controllers.trainjob.controller:TrainJobController",
     "controllers.jobset.controller:JobSetController",
     "controllers.kueue.controller:KueueController",

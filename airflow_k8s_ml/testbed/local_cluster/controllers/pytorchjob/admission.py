@@ -69,9 +69,14 @@ def schema_errors(job: Obj) -> list[FieldError]:
     if problems:
         return problems
     problems += check_type("spec.nprocPerNode", spec.get("nprocPerNode"), "string")
-    problems += check_type("spec.pytorchReplicaSpecs", spec.get("pytorchReplicaSpecs"), "object")
-    for rtype, rspec in (spec.get("pytorchReplicaSpecs") or {}).items() if not problems else ():
-        base = f"{_SPECS}.{rtype}"
+    return problems + common_schema_errors(spec, "pytorchReplicaSpecs")
+
+
+def common_schema_errors(spec: Obj, specs_key: str) -> list[FieldError]:
+    """The type checks every v1 kind's CRD makes: its replica specs and its run policy."""
+    problems = check_type(f"spec.{specs_key}", spec.get(specs_key), "object")
+    for rtype, rspec in (spec.get(specs_key) or {}).items() if not problems else ():
+        base = f"spec.{specs_key}.{rtype}"
         problems += check_type(base, rspec, "object")
         if isinstance(rspec, dict):
             problems += check_type(f"{base}.replicas", rspec.get("replicas"), "integer")
@@ -89,7 +94,7 @@ def schema_errors(job: Obj) -> list[FieldError]:
 
 
 # -- the validating webhook (pkg/webhooks/pytorch/pytorchjob_webhook.go) -------------------------------
-def _name_errors(name: str) -> list[FieldError]:
+def name_errors(name: str) -> list[FieldError]:
     """``NameIsDNS1035Label``: the webhook's own name rule (pods and Services are named after the job)."""
     problems = dns1035_label_errors(name)
     if not problems:
@@ -99,7 +104,8 @@ def _name_errors(name: str) -> list[FieldError]:
     ]
 
 
-def _run_policy_errors(policy: Obj) -> list[FieldError]:
+def run_policy_errors(policy: Obj) -> list[FieldError]:
+    """``util.ValidateRunPolicy``: only the Kubeflow and MultiKueue managers."""
     manager = policy.get("managedBy")
     if manager is None or manager in (KUBEFLOW_MANAGER, MULTIKUEUE_MANAGER):
         return []
@@ -149,8 +155,8 @@ def _replica_errors(rtype: str, rspec: Obj | None) -> list[FieldError]:
 def webhook_errors(job: Obj) -> list[FieldError]:
     """``validatePyTorchJob``: every problem in the webhook's order, duplicates dropped (as the aggregate)."""
     spec = job.get("spec") or {}
-    problems = _name_errors((job.get("metadata") or {}).get("name", ""))
-    problems += _run_policy_errors(spec.get("runPolicy") or {})
+    problems = name_errors((job.get("metadata") or {}).get("name", ""))
+    problems += run_policy_errors(spec.get("runPolicy") or {})
     problems += _elastic_errors(spec)
     replicas = spec.get("pytorchReplicaSpecs")
     if replicas is None:
@@ -166,15 +172,18 @@ def denial(job: Obj, problems: list[FieldError]) -> errors.StatusError:
 
 
 # -- SetDefaults_PyTorchJob (pkg/apis/kubeflow.org/v1/pytorch_defaults.go) ------------------------------
-def _default_port(template: Obj) -> None:
-    """``setPytorchDefaultPort``: add ``pytorchjob-port: 23456`` unless the container names that port."""
+def default_port(
+    template: Obj, container: str = CONTAINER_NAME, name: str = PORT_NAME, port: int = DEFAULT_PORT
+) -> None:
+    """``setDefaultPort``: add the kind's port (``pytorchjob-port: 23456``) to its default container (else
+    the first) unless that container names the port."""
     containers = template.setdefault("spec", {}).setdefault("containers", [])
     if not containers:
         return
-    index = next((i for i, c in enumerate(containers) if c.get("name") == CONTAINER_NAME), 0)
+    index = next((i for i, c in enumerate(containers) if c.get("name") == container), 0)
     ports = containers[index].setdefault("ports", [])
-    if not any(p.get("name") == PORT_NAME for p in ports):
-        ports.append({"name": PORT_NAME, "containerPort": DEFAULT_PORT})
+    if not any(p.get("name") == name for p in ports):
+        ports.append({"name": name, "containerPort": port})
 
 
 def _default_elastic(spec: Obj) -> None:
@@ -202,7 +211,7 @@ def set_defaults(job: Obj) -> None:
             rspec["replicas"] = 1
         if not rspec.get("restartPolicy"):
             rspec["restartPolicy"] = DEFAULT_RESTART_POLICY
-        _default_port(rspec.setdefault("template", {}))
+        default_port(rspec.setdefault("template", {}))
     _default_elastic(spec)
     elastic = spec.get("elasticPolicy")
     if (elastic is None or elastic.get("nProcPerNode") is None) and spec.get("nprocPerNode") is None:
@@ -223,4 +232,14 @@ def admit_pytorchjob(obj: Obj, old: Obj | None) -> Obj:
     return job
 
 
-__all__ = ["admit_pytorchjob", "schema_errors", "set_defaults", "webhook_errors"]
+__all__ = [
+    "FieldError",
+    "admit_pytorchjob",
+    "common_schema_errors",
+    "default_port",
+    "name_errors",
+    "run_policy_errors",
+    "schema_errors",
+    "set_defaults",
+    "webhook_errors",
+]

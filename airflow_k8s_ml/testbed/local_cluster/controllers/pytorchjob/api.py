@@ -3,10 +3,17 @@
 One module so the admission, the pod/service builders, the status rules and the controller cannot disagree
 on a label key or a default (kubeflow/training-operator release-1.9: pkg/apis/kubeflow.org/v1,
 pkg/controller.v1/common, pkg/controller.v1/pytorch).
+
+:class:`Framework` is what differs between the training operator's v1 kinds for its common job logic
+(``pkg/controller.v1/common``: the replica pods and Services, conditions, limits, clean-up), which this
+package implements once and the TFJob controller (``controllers/tfjob``) reuses with its own
+``Framework``: the kind, the replica specs' key, the replica types in order, the default container and
+port, the controller's name.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 Obj = dict[str, Any]
@@ -39,32 +46,86 @@ REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 
 
+@dataclass(frozen=True)
+class Framework:
+    """One kubeflow.org/v1 kind as the common job controller sees it."""
+
+    kind: str
+    plural: str
+    controller_name: str
+    specs_key: str
+    replica_types: tuple[str, ...]  # deterministic order (Go iterates the map at random)
+    container: str
+    port_name: str
+    default_port: int
+
+    def reason(self, suffix: str) -> str:
+        """``commonutil.NewReason``: the kind glued to the reason, e.g. ``PyTorchJobRunning``."""
+        return f"{self.kind}{suffix}"
+
+    def replica_specs(self, job: Obj) -> dict[str, Obj]:
+        """The replica specs in :attr:`replica_types` order; unknown types are kept after them."""
+        specs = (job.get("spec") or {}).get(self.specs_key) or {}
+        ordered = {t: specs[t] for t in self.replica_types if specs.get(t) is not None}
+        ordered.update({t: s for t, s in specs.items() if t not in ordered and s is not None})
+        return ordered
+
+    def default_container(self, template: Obj) -> Obj | None:
+        containers = (template.get("spec") or {}).get("containers") or []
+        return next((c for c in containers if c.get("name") == self.container), None)
+
+    def job_labels(self, job_name: str) -> dict[str, str]:
+        """``GenLabels``: what every pod and service of the job carries."""
+        return {OPERATOR_NAME_LABEL: self.controller_name, JOB_NAME_LABEL: job_name.replace("/", "-")}
+
+    def replica_labels(self, job_name: str, rtype: str, index: int) -> dict[str, str]:
+        return {
+            **self.job_labels(job_name),
+            REPLICA_TYPE_LABEL: rtype.lower(),
+            REPLICA_INDEX_LABEL: str(index),
+        }
+
+    def selector_string(self, job_name: str, rtype: str) -> str:
+        """``metav1.FormatLabelSelector`` of the replica type's matchLabels: sorted ``k=v`` pairs."""
+        labels = {**self.job_labels(job_name), REPLICA_TYPE_LABEL: rtype.lower()}
+        return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+
+    def total_replicas(self, job: Obj) -> int:
+        return sum(replicas_of(spec) for spec in self.replica_specs(job).values())
+
+
+PYTORCH = Framework(
+    KIND,
+    "pytorchjobs",
+    CONTROLLER_NAME,
+    "pytorchReplicaSpecs",
+    REPLICA_TYPES,
+    CONTAINER_NAME,
+    PORT_NAME,
+    DEFAULT_PORT,
+)
+
+
 def replica_name(job_name: str, rtype: str, index: int) -> str:
     """``<job>-<type lowercased>-<index>``: pod and headless Service share it (``replicaName``)."""
     return f"{job_name}-{rtype.lower()}-{index}".replace("/", "-")
 
 
 def job_labels(job_name: str) -> dict[str, str]:
-    """``GenLabels``: what every pod and service of the job carries."""
-    return {OPERATOR_NAME_LABEL: CONTROLLER_NAME, JOB_NAME_LABEL: job_name.replace("/", "-")}
+    return PYTORCH.job_labels(job_name)
 
 
 def replica_labels(job_name: str, rtype: str, index: int) -> dict[str, str]:
-    return {**job_labels(job_name), REPLICA_TYPE_LABEL: rtype.lower(), REPLICA_INDEX_LABEL: str(index)}
+    return PYTORCH.replica_labels(job_name, rtype, index)
 
 
 def selector_string(job_name: str, rtype: str) -> str:
-    """``metav1.FormatLabelSelector`` of the replica type's matchLabels: sorted ``k=v`` pairs."""
-    labels = {**job_labels(job_name), REPLICA_TYPE_LABEL: rtype.lower()}
-    return ",".join(f"{k}={v}" for k, v in sorted(labels.items()))
+    return PYTORCH.selector_string(job_name, rtype)
 
 
 def replica_specs(job: Obj) -> dict[str, Obj]:
     """The replica specs in deterministic order (Master first); unknown types are kept after them."""
-    specs = (job.get("spec") or {}).get("pytorchReplicaSpecs") or {}
-    ordered = {t: specs[t] for t in REPLICA_TYPES if specs.get(t) is not None}
-    ordered.update({t: s for t, s in specs.items() if t not in ordered and s is not None})
-    return ordered
+    return PYTORCH.replica_specs(job)
 
 
 def replicas_of(spec: Obj) -> int:
@@ -73,7 +134,7 @@ def replicas_of(spec: Obj) -> int:
 
 
 def total_replicas(job: Obj) -> int:
-    return sum(replicas_of(spec) for spec in replica_specs(job).values())
+    return PYTORCH.total_replicas(job)
 
 
 def run_policy(job: Obj) -> Obj:
@@ -102,8 +163,7 @@ def nproc_int(job: Obj) -> int:
 
 
 def default_container(template: Obj) -> Obj | None:
-    containers = (template.get("spec") or {}).get("containers") or []
-    return next((c for c in containers if c.get("name") == CONTAINER_NAME), None)
+    return PYTORCH.default_container(template)
 
 
 def master_port(job: Obj) -> int | None:

@@ -26,8 +26,8 @@ from ...resources import ResourceType, lookup
 from ...store import Change, Obj
 from ..base import Controller, ObjKey
 from .admission import admit_pytorchjob
-from .api import API_VERSION, CONTROLLER_NAME, KIND
-from .sync import sync_pytorchjob, time_rule_due
+from .api import API_VERSION, CONTROLLER_NAME
+from .sync import PYTORCH_FLAVOR, Flavor, sync_job, time_rule_due
 
 if TYPE_CHECKING:
     from ...services import ClusterServices
@@ -47,16 +47,22 @@ SERVICES = _rt("", "v1", "services")
 HOST_IP = "127.0.0.1"  # what a hostNetwork pod gets as its IP on this node
 
 
-def _owning_job(obj: Obj) -> str | None:
-    """Name of the PyTorchJob controlling a pod or Service (None for anything else)."""
+def _owning_job(obj: Obj, kind: str) -> str | None:
+    """Name of the ``kind`` job controlling a pod or Service (None for anything else)."""
     ref = controller_ref(obj)
-    if ref is None or ref.get("kind") != KIND or ref.get("apiVersion") != API_VERSION:
+    if ref is None or ref.get("kind") != kind or ref.get("apiVersion") != API_VERSION:
         return None
     return str(ref.get("name", "")) or None
 
 
 class PyTorchJobController(Controller):
+    """The common job controller for one v1 kind; a subclass for another kind (TFJob) sets the class
+    attributes: its resource, admission and :class:`~.sync.Flavor`."""
+
     name = CONTROLLER_NAME
+    resource: ResourceType = PYTORCHJOBS
+    flavor: Flavor = PYTORCH_FLAVOR
+    admit = staticmethod(admit_pytorchjob)
 
     def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
@@ -65,30 +71,30 @@ class PyTorchJobController(Controller):
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
-        self.cluster.register_admission(PYTORCHJOBS, admit_pytorchjob)
+        self.cluster.register_admission(self.resource, self.admit)
 
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
-        if change.storage_key == PYTORCHJOBS.storage_key:
+        if change.storage_key == self.resource.storage_key:
             return [(change.namespace, change.obj["metadata"]["name"])]
         if change.storage_key not in (PODS.storage_key, SERVICES.storage_key):
             return []
         if change.type == "DELETED" and change.storage_key == PODS.storage_key:
             self._forget_reservation(change.obj["metadata"].get("uid", ""))
-        job_name = _owning_job(change.obj)
+        job_name = _owning_job(change.obj, self.flavor.fw.kind)
         return [(change.namespace, job_name)] if job_name else []
 
     def all_keys(self) -> Iterable[ObjKey]:
-        return [(j["metadata"]["namespace"], j["metadata"]["name"]) for j in self.store.iter(PYTORCHJOBS)]
+        return [(j["metadata"]["namespace"], j["metadata"]["name"]) for j in self.store.iter(self.resource)]
 
     async def reconcile(self, key: ObjKey) -> None:
-        job = self.store.find(PYTORCHJOBS, *key)
+        job = self.store.find(self.resource, *key)
         if job is None:
             self._seen.pop(key, None)
             return
         inputs = self._inputs(job)
         if inputs == self._seen.get(key) and not time_rule_due(job, self.now()):
             return
-        sync_pytorchjob(self, job)
+        sync_job(self, job, self.flavor)
         self._seen[key] = inputs
 
     def _inputs(self, job: Obj) -> tuple[Any, ...]:
@@ -202,20 +208,20 @@ class PyTorchJobController(Controller):
 
     # -- Ops: status, events, the job itself ---------------------------------------------------------
     def event(self, job: Obj, type_: str, reason: str, message: str) -> None:
-        self.cluster.events.record(job, type_, reason, message, CONTROLLER_NAME)
+        self.cluster.events.record(job, type_, reason, message, self.name)
 
     def write_status(self, job: Obj, status: Obj) -> None:
         def put(obj: Obj) -> None:
             if obj["metadata"].get("uid") == job["metadata"]["uid"]:
                 obj["status"] = status
 
-        self.store.mutate(PYTORCHJOBS, job["metadata"]["namespace"], job["metadata"]["name"], put)
+        self.store.mutate(self.resource, job["metadata"]["namespace"], job["metadata"]["name"], put)
 
     def delete_job(self, job: Obj) -> None:
         """TTL expiry: delete with the default (Background) propagation; the collector removes the rest."""
         meta = job["metadata"]
         try:
-            self.store.delete(PYTORCHJOBS, meta["namespace"], meta["name"], precondition_uid=meta["uid"])
+            self.store.delete(self.resource, meta["namespace"], meta["name"], precondition_uid=meta["uid"])
         except errors.StatusError as exc:
             if exc.code != 404:
                 self.event(job, "Warning", "FailedDeletePod", f"Error deleting: {exc.message}")

@@ -16,13 +16,13 @@ from ...meta import owner_reference
 from .api import (
     JOB_ROLE_LABEL,
     MASTER,
+    PYTORCH,
     WORKER,
+    Framework,
     Obj,
-    default_container,
     master_port,
     nproc_int,
     nproc_per_node,
-    replica_labels,
     replica_name,
     replica_specs,
     total_replicas,
@@ -75,17 +75,38 @@ def pod_restart_policy(replica_policy: str) -> str:
 
 
 def build_pod(job: Obj, rtype: str, index: int, master_addr: str) -> Obj:
-    """The pod for one replica (``GetPodFromTemplate`` after ``createNewPod`` filled the template)."""
-    replica = replica_specs(job)[rtype]
+    """The pod for one PyTorchJob replica (``GetPodFromTemplate`` after ``createNewPod`` filled the
+    template); the Master has the master role."""
+    env = pod_env(job, rtype, index, master_addr)
+    return build_replica_pod(PYTORCH, job, rtype, index, env, master_role=rtype == MASTER)
+
+
+def build_replica_pod(
+    fw: Framework,
+    job: Obj,
+    rtype: str,
+    index: int,
+    env: list[Obj],
+    master_role: bool,
+    env_container: str | None = None,
+) -> Obj:
+    """``createNewPod`` of the common job controller for any v1 kind: the replica's template with the
+    job/replica labels (``job-role=master`` for the master role), ``env`` appended to every container (or
+    only to ``env_container``: what the kind's ``SetClusterSpec`` adds), the replica's restart policy and a
+    controller ownerReference."""
+    replica = fw.replica_specs(job)[rtype]
     template = copy.deepcopy(replica.get("template") or {})
     template_meta = template.get("metadata") or {}
-    labels = {**(template_meta.get("labels") or {}), **replica_labels(job["metadata"]["name"], rtype, index)}
-    if rtype == MASTER:
+    labels = {
+        **(template_meta.get("labels") or {}),
+        **fw.replica_labels(job["metadata"]["name"], rtype, index),
+    }
+    if master_role:
         labels[JOB_ROLE_LABEL] = "master"
     spec = template.get("spec") or {}
-    env = pod_env(job, rtype, index, master_addr)
     for container in spec.get("containers") or []:
-        container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
+        if env_container is None or container.get("name") == env_container:
+            container["env"] = [*(container.get("env") or []), *copy.deepcopy(env)]
     spec["restartPolicy"] = pod_restart_policy(replica.get("restartPolicy") or "")
     meta: Obj = {
         "name": replica_name(job["metadata"]["name"], rtype, index),
@@ -99,17 +120,17 @@ def build_pod(job: Obj, rtype: str, index: int, master_addr: str) -> Obj:
     return {"apiVersion": "v1", "kind": "Pod", "metadata": meta, "spec": spec}
 
 
-def template_sets_restart_policy(job: Obj, rtype: str) -> bool:
+def template_sets_restart_policy(job: Obj, rtype: str, fw: Framework = PYTORCH) -> bool:
     """Upstream warns (SetPodTemplateRestartPolicy) when the template names a restart policy itself."""
-    template = replica_specs(job)[rtype].get("template") or {}
+    template = fw.replica_specs(job)[rtype].get("template") or {}
     return bool((template.get("spec") or {}).get("restartPolicy"))
 
 
-def build_service(job: Obj, rtype: str, index: int) -> Obj:
+def build_service(job: Obj, rtype: str, index: int, fw: Framework = PYTORCH) -> Obj:
     """``CreateNewService``: headless, selecting exactly this replica's pod, exposing the container ports."""
-    replica = replica_specs(job)[rtype]
-    container = default_container(replica.get("template") or {}) or {}
-    labels = replica_labels(job["metadata"]["name"], rtype, index)
+    replica = fw.replica_specs(job)[rtype]
+    container = fw.default_container(replica.get("template") or {}) or {}
+    labels = fw.replica_labels(job["metadata"]["name"], rtype, index)
     ports = [{"name": p.get("name", ""), "port": p["containerPort"]} for p in container.get("ports") or []]
     return {
         "apiVersion": "v1",
@@ -124,11 +145,11 @@ def build_service(job: Obj, rtype: str, index: int) -> Obj:
     }
 
 
-def env_value(pod: Obj, name: str) -> str | None:
-    """The last value of ``name`` in the pod's ``pytorch`` container (later entries win, as in kubelet)."""
-    container = default_container({"spec": pod.get("spec") or {}}) or {}
+def env_value(pod: Obj, name: str, fw: Framework = PYTORCH) -> str | None:
+    """The last value of ``name`` in the pod's default container (later entries win, as in kubelet)."""
+    container = fw.default_container({"spec": pod.get("spec") or {}}) or {}
     values = [e.get("value") for e in container.get("env") or [] if e.get("name") == name]
     return values[-1] if values else None
 
 
-__all__ = ["build_pod", "build_service", "env_value", "pod_env", "pod_restart_policy"]
+__all__ = ["build_pod", "build_replica_pod", "build_service", "env_value", "pod_env", "pod_restart_policy"]

@@ -16,9 +16,11 @@ from . import conditions as cond
 from .api import (
     CONTAINER_NAME,
     MASTER,
+    PYTORCH,
     REPLICA_INDEX_LABEL,
     REPLICA_TYPE_LABEL,
     WORKER,
+    Framework,
     Obj,
     replica_specs,
     replicas_of,
@@ -70,11 +72,11 @@ def slices(objects: Iterable[Obj], rtype: str, replicas: int) -> list[list[Obj]]
     return buckets
 
 
-def exit_code(pod: Obj) -> int | None:
-    """The ``pytorch`` container's exit code when it is terminated (None while it is not)."""
+def exit_code(pod: Obj, container: str = CONTAINER_NAME) -> int | None:
+    """The default container's exit code when it is terminated (None while it is not)."""
     for status in (pod.get("status") or {}).get("containerStatuses") or []:
         terminated = (status.get("state") or {}).get("terminated")
-        if status.get("name") == CONTAINER_NAME and terminated is not None:
+        if status.get("name") == container and terminated is not None:
             return int(terminated.get("exitCode", 0))
     return None
 
@@ -121,13 +123,13 @@ def past_active_deadline(job: Obj, status: Obj, now: float) -> bool:
     return now - parse_time(status["startTime"]) >= float(deadline)
 
 
-def past_backoff_limit(job: Obj, pods: list[Obj]) -> bool:
+def past_backoff_limit(job: Obj, pods: list[Obj], fw: Framework = PYTORCH) -> bool:
     """Sum of container restarts of *running* pods of restarting replica types reaches ``backoffLimit``."""
     limit = run_policy(job).get("backoffLimit")
     if limit is None:
         return False
     restarts = 0
-    for rtype, spec in replica_specs(job).items():
+    for rtype, spec in fw.replica_specs(job).items():
         if spec.get("restartPolicy") not in ("OnFailure", "Always", "ExitCode"):
             continue
         for pod in pods:
@@ -153,10 +155,12 @@ def exceeds_backoff_limit(job: Obj, status: Obj, pods: list[Obj], total: int) ->
     return failed > previous and len(active_pods(pods)) != total and int(limit) < 1
 
 
-def limit_failure(job: Obj, status: Obj, pods: list[Obj], total: int, now: float) -> str | None:
+def limit_failure(
+    job: Obj, status: Obj, pods: list[Obj], total: int, now: float, fw: Framework = PYTORCH
+) -> str | None:
     """The failure message when the backoff limit or the active deadline is hit (checked in that order)."""
     name = job["metadata"]["name"]
-    if exceeds_backoff_limit(job, status, pods, total) or past_backoff_limit(job, pods):
+    if exceeds_backoff_limit(job, status, pods, total) or past_backoff_limit(job, pods, fw):
         return f"Job {name} has failed because it has reached the specified backoff limit"
     if past_active_deadline(job, status, now):
         return f"Job {name} has failed because it was active longer than specified deadline"
@@ -260,7 +264,7 @@ def _failures(job: Obj, status: Obj, rtype: str, rs: Obj, now: float, emit: Emit
         cond.set_condition(status, cond.FAILED, "True", cond.reason("Failed"), message, now)
 
 
-def update_job_status(job: Obj, status: Obj, now: float, emit: Emit) -> None:
+def update_job_status(job: Obj, status: Obj, now: float, emit: Emit, pods: list[Obj] | None = None) -> None:
     """``UpdateJobStatus``: start time, selectors, Running/Succeeded from the Master (or the Workers when
     there is no Master), Restarting/Failed from failed replicas."""
     status.setdefault("startTime", rfc3339(now))

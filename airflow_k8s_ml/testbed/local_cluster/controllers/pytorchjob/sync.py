@@ -1,19 +1,26 @@
-"""One reconcile of a PyTorchJob: ``JobController.ReconcileJobs`` of the training operator (release-1.9).
+"""One reconcile of a training-operator v1 job: ``JobController.ReconcileJobs`` (release-1.9,
+``pkg/controller.v1/common``), for PyTorchJob here and TFJob (``controllers/tfjob``) alike.
 
 The order is upstream's: finished jobs only clean up (cleanPodPolicy, TTL); suspended jobs lose their pods
 and services; then the backoff limit and the active deadline may fail the job (deleting every pod and
-Service); otherwise each replica type gets its pods and Services reconciled and ``UpdateJobStatus`` derives
-the conditions. All I/O goes through :class:`Ops` (the controller), so this module only decides.
+Service); otherwise each replica type gets its pods and Services reconciled and the kind's
+``UpdateJobStatus`` derives the conditions. All I/O goes through :class:`Ops` (the controller), so this
+module only decides. What differs per kind is a :class:`Flavor`: its :class:`~.api.Framework` (names),
+the environment its ``SetClusterSpec`` adds, which replicas have the master role, its ``UpdateJobStatus``,
+and which replicas' addresses the environment names.
 
-One addition for the local cluster: the Master pod is created with a pod IP reserved in advance, and
-Workers are created only once a live Master exists, so ``MASTER_ADDR`` always names where the Master
-process listens (upstream uses the Master Service's DNS name and an init container that waits for it).
+One addition for the local cluster: nothing resolves Service names on a laptop, so the replicas whose
+addresses go into the environment (a PyTorchJob's Master; every replica of a distributed TFJob) are given
+pod IPs reserved in advance (by the uid the pod is created with), and the other replicas are created only
+once those addresses are known, so ``MASTER_ADDR`` or ``TF_CONFIG`` always names where the processes
+listen (upstream uses the Services' DNS names).
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from typing import Protocol
 
 from ...meta import new_uid, parse_time, rfc3339
@@ -22,16 +29,19 @@ from . import status as st
 from .api import (
     CLEAN_POD_POLICY_NONE,
     MASTER,
+    PYTORCH,
+    Framework,
     Obj,
     is_suspended,
     managed_here,
     replica_name,
-    replica_specs,
     replicas_of,
     run_policy,
-    total_replicas,
 )
-from .pods import build_pod, build_service, env_value, template_sets_restart_policy
+from .pods import build_replica_pod, build_service, env_value, pod_env, template_sets_restart_policy
+
+Slot = tuple[str, int]  # (replica type, index)
+Addresses = Mapping[Slot, str | None]
 
 
 class Ops(Protocol):
@@ -51,35 +61,101 @@ class Ops(Protocol):
     def delete_job(self, job: Obj) -> None: ...
 
 
+@dataclass(frozen=True)
+class Flavor:
+    """What one v1 kind adds to the common job logic (the controller interface upstream's kinds implement:
+    ``SetClusterSpec``, ``IsMasterRole``, ``UpdateJobStatus``), plus the local cluster's address plan."""
+
+    fw: Framework
+    #: the replicas whose addresses the environment names
+    address_slots: Callable[[Obj], list[Slot]]
+    #: ``SetClusterSpec``: the variables appended to every container of one replica
+    pod_env: Callable[[Obj, str, int, Addresses], list[Obj]]
+    #: ``IsMasterRole``: whether the replica's pod gets ``job-role=master``
+    is_master_role: Callable[[Obj, str, int], bool]
+    #: ``UpdateJobStatus``
+    update_job_status: Callable[[Obj, Obj, float, st.Emit, list[Obj]], None]
+    #: a live pod whose environment names an address that moved: recreated (None: never)
+    stale: Callable[[Obj, str, Addresses], bool] | None = None
+    #: the one container that gets :attr:`pod_env` (None: every container, as PyTorchJob's ``setPodEnv``)
+    env_container: str | None = None
+
+
 @dataclass
 class Pass:
-    """State of one reconcile: the job, its status being computed, and where the Master listens."""
+    """State of one reconcile: the job, its status being computed, and where the addressed replicas
+    listen (None: not known yet)."""
 
     ops: Ops
+    flavor: Flavor
     job: Obj
     status: Obj
     now: float
-    master_addr: str | None = None
+    addresses: dict[Slot, str | None] = field(default_factory=dict)
+    planned: dict[Slot, str] = field(default_factory=dict)  # slot -> uid reserved for its new pod
 
     def emit(self, type_: str, reason: str, message: str) -> None:
         self.ops.event(self.job, type_, reason, message)
+
+    def reason(self, suffix: str) -> str:
+        return self.flavor.fw.reason(suffix)
+
+    @property
+    def fw(self) -> Framework:
+        return self.flavor.fw
 
     @property
     def name(self) -> str:
         return str(self.job["metadata"]["name"])
 
 
+# -- PyTorchJob's flavor -------------------------------------------------------------------------------
+def _pytorch_slots(job: Obj) -> list[Slot]:
+    return [(MASTER, 0)] if MASTER in PYTORCH.replica_specs(job) else []
+
+
+def _pytorch_env(job: Obj, rtype: str, index: int, addresses: Addresses) -> list[Obj]:
+    return pod_env(job, rtype, index, addresses.get((MASTER, 0)) or "")
+
+
+def _dials_a_gone_master(pod: Obj, rtype: str, addresses: Addresses) -> bool:
+    """A live Worker whose MASTER_ADDR is not the live Master's (the Master pod was replaced and got a new
+    IP). Upstream's Workers re-resolve the Master Service name when they restart; here the pod is recreated
+    with the new address instead (local-cluster addition)."""
+    master_addr = addresses.get((MASTER, 0))
+    if rtype == MASTER or master_addr is None or st.is_terminating(pod):
+        return False
+    if st.phase(pod) not in ("Pending", "Running"):
+        return False
+    return env_value(pod, "MASTER_ADDR") not in (None, master_addr)
+
+
+PYTORCH_FLAVOR = Flavor(
+    fw=PYTORCH,
+    address_slots=_pytorch_slots,
+    pod_env=_pytorch_env,
+    is_master_role=lambda job, rtype, index: rtype == MASTER,
+    update_job_status=st.update_job_status,
+    stale=_dials_a_gone_master,
+)
+
+
 def sync_pytorchjob(ops: Ops, job: Obj) -> None:
+    sync_job(ops, job, PYTORCH_FLAVOR)
+
+
+def sync_job(ops: Ops, job: Obj, flavor: Flavor) -> None:
+    """One ``ReconcileJobs`` of ``job``, a kind described by ``flavor``."""
     if job["metadata"].get("deletionTimestamp") or not managed_here(job):
         return
     old = st.normalized(job.get("status"))
-    run = Pass(ops, job, copy.deepcopy(old), ops.now())
+    run = Pass(ops, flavor, job, copy.deepcopy(old), ops.now())
     cond.set_condition(
         run.status,
         cond.CREATED,
         "True",
-        cond.reason("Created"),
-        f"PyTorchJob {run.name} is created.",
+        run.reason("Created"),
+        f"{run.fw.kind} {run.name} is created.",
         run.now,
     )
     pods = ops.pods_of(job)
@@ -107,8 +183,8 @@ def _suspended(run: Pass, pods: list[Obj]) -> None:
     _cleanup_resources(run, pods)
     for rs in (run.status.get("replicaStatuses") or {}).values():
         rs["active"] = 0
-    message = f"PyTorchJob {run.name} is suspended."
-    why = cond.reason("Suspended")
+    message = f"{run.fw.kind} {run.name} is suspended."
+    why = run.reason("Suspended")
     if cond.is_true(run.status, cond.RUNNING):
         cond.set_condition(run.status, cond.RUNNING, "False", why, message, run.now)
     if not cond.is_true(run.status, cond.SUSPENDED):
@@ -118,22 +194,23 @@ def _suspended(run: Pass, pods: list[Obj]) -> None:
 
 def _active(run: Pass, pods: list[Obj]) -> None:
     if cond.is_true(run.status, cond.SUSPENDED):
-        message = f"PyTorchJob {run.name} is resumed."
-        cond.set_condition(run.status, cond.SUSPENDED, "False", cond.reason(cond.RESUMED), message, run.now)
+        message = f"{run.fw.kind} {run.name} is resumed."
+        cond.set_condition(run.status, cond.SUSPENDED, "False", run.reason(cond.RESUMED), message, run.now)
         run.status["startTime"] = rfc3339(run.now)
-        run.emit("Normal", cond.reason(cond.RESUMED), message)
+        run.emit("Normal", run.reason(cond.RESUMED), message)
     for reason, message in st.abnormal_pod_events(st.active_pods(pods)):
         run.emit("Warning", reason, message)
-    failure = st.limit_failure(run.job, run.status, pods, total_replicas(run.job), run.now)
+    failure = st.limit_failure(run.job, run.status, pods, run.fw.total_replicas(run.job), run.now, run.fw)
     if failure is not None:
         _fail(run, pods, failure)
         return
-    run.master_addr = _live_master_addr(pods)
+    _plan_addresses(run, pods)
     services = run.ops.services_of(run.job)
-    for rtype, spec in replica_specs(run.job).items():
+    for rtype, spec in run.fw.replica_specs(run.job).items():
         _reconcile_pods(run, pods, rtype, spec)
         _reconcile_services(run, services, rtype, spec)
-    st.update_job_status(run.job, run.status, run.now, run.emit)
+    _release_unused(run)
+    run.flavor.update_job_status(run.job, run.status, run.now, run.emit, pods)
 
 
 def _fail(run: Pass, pods: list[Obj], message: str) -> None:
@@ -141,21 +218,48 @@ def _fail(run: Pass, pods: list[Obj], message: str) -> None:
     st.mark_completed(run.status, run.now)
     _delete_pods_and_services(run, pods)
     _cleanup_job(run)
-    run.emit("Normal", cond.reason("Failed"), message)
-    cond.set_condition(run.status, cond.FAILED, "True", cond.reason("Failed"), message, run.now)
+    run.emit("Normal", run.reason("Failed"), message)
+    cond.set_condition(run.status, cond.FAILED, "True", run.reason("Failed"), message, run.now)
+
+
+# -- addresses -----------------------------------------------------------------------------------------
+def _live(pod: Obj) -> bool:
+    return not st.is_terminating(pod) and st.phase(pod) not in ("Failed", "Succeeded")
+
+
+def _host_network(run: Pass, rtype: str) -> bool:
+    template_spec = (run.fw.replica_specs(run.job)[rtype].get("template") or {}).get("spec") or {}
+    return bool(template_spec.get("hostNetwork"))
+
+
+def _plan_addresses(run: Pass, pods: list[Obj]) -> None:
+    """Where each addressed replica listens: a live pod's IP (the allocator is idempotent by uid), or, for a
+    replica with no pod at all, an IP reserved now for the uid its pod will be created with. A replica whose
+    pod is finishing or being replaced has no address yet: the pods that would name it wait."""
+    for rtype, index in run.flavor.address_slots(run.job):
+        replicas = replicas_of(run.fw.replica_specs(run.job)[rtype])
+        bucket = st.slices(pods, rtype, replicas)[index]
+        live = [p for p in bucket if _live(p)]
+        if live:
+            uid = live[0]["metadata"].get("uid", "")
+        elif not bucket:
+            uid = new_uid()
+            run.planned[(rtype, index)] = uid
+        else:
+            run.addresses[(rtype, index)] = None
+            continue
+        reserved = run.ops.reserve_pod_ip(uid, _host_network(run, rtype))
+        run.addresses[(rtype, index)] = reserved or replica_name(run.name, rtype, index)
+
+
+def _release_unused(run: Pass) -> None:
+    """An IP reserved for a pod this pass did not create goes back to the allocator."""
+    for uid in run.planned.values():
+        run.ops.release_pod_ip(uid)
+    run.planned.clear()
 
 
 # -- pods ----------------------------------------------------------------------------------------------
-def _live_master_addr(pods: list[Obj]) -> str | None:
-    """MASTER_ADDR of the current Master pod, if it is alive (workers must not get a dead address)."""
-    for pod in pods:
-        if (
-            st.replica_type_of(pod) == MASTER.lower()
-            and not st.is_terminating(pod)
-            and st.phase(pod) not in ("Failed", "Succeeded")
-        ):
-            return env_value(pod, "MASTER_ADDR")
-    return None
 
 
 def _reconcile_pods(run: Pass, pods: list[Obj], rtype: str, spec: Obj) -> None:
@@ -170,25 +274,15 @@ def _reconcile_pods(run: Pass, pods: list[Obj], rtype: str, spec: Obj) -> None:
             _create_pod(run, rtype, index)
             continue
         pod = bucket[0]
-        if index >= replicas or _dials_a_gone_master(run, pod, rtype):
+        stale = run.flavor.stale
+        if index >= replicas or (stale is not None and stale(pod, rtype, run.addresses)):
             run.ops.delete_pod(run.job, pod)
         _check_failed_pod(run, pod, rtype, spec)
         st.count_pod(rs, pod)
 
 
-def _dials_a_gone_master(run: Pass, pod: Obj, rtype: str) -> bool:
-    """A live Worker whose MASTER_ADDR is not the live Master's (the Master pod was replaced and got a new
-    IP). Upstream's Workers re-resolve the Master Service name when they restart; here the pod is recreated
-    with the new address instead (local-cluster addition)."""
-    if rtype == MASTER or run.master_addr is None or st.is_terminating(pod):
-        return False
-    if st.phase(pod) not in ("Pending", "Running"):
-        return False
-    return env_value(pod, "MASTER_ADDR") not in (None, run.master_addr)
-
-
 def _check_failed_pod(run: Pass, pod: Obj, rtype: str, spec: Obj) -> None:
-    code = st.exit_code(pod)
+    code = st.exit_code(pod, run.fw.container)
     if code is not None:
         meta = pod["metadata"]
         run.emit(
@@ -201,36 +295,33 @@ def _check_failed_pod(run: Pass, pod: Obj, rtype: str, spec: Obj) -> None:
     if policy in ("OnFailure", "Always") or (policy == "ExitCode" and retryable):
         run.ops.delete_pod(run.job, pod)
         message = f"job {run.name} is restarting because {rtype} replica(s) failed."
-        run.emit("Warning", cond.reason("Restarting"), message)
-        cond.set_condition(run.status, cond.RESTARTING, "True", cond.reason("Restarting"), message, run.now)
+        run.emit("Warning", run.reason("Restarting"), message)
+        cond.set_condition(run.status, cond.RESTARTING, "True", run.reason("Restarting"), message, run.now)
     elif policy == "ExitCode":
         message = f'job "{run.name}" is failing because "{rtype}" replica(s) failed.'
-        run.emit("Warning", cond.reason("Failed"), message)
+        run.emit("Warning", run.reason("Failed"), message)
         st.mark_completed(run.status, run.now)  # upstream leaves it unset; TTL needs it
-        cond.set_condition(run.status, cond.FAILED, "True", cond.reason("Failed"), message, run.now)
+        cond.set_condition(run.status, cond.FAILED, "True", run.reason("Failed"), message, run.now)
 
 
 def _create_pod(run: Pass, rtype: str, index: int) -> None:
-    uid = None
-    if rtype == MASTER:
-        uid = new_uid()
-        template_spec = (replica_specs(run.job)[rtype].get("template") or {}).get("spec") or {}
-        reserved = run.ops.reserve_pod_ip(uid, bool(template_spec.get("hostNetwork")))
-        run.master_addr = reserved or replica_name(run.name, MASTER, 0)
-    elif MASTER in replica_specs(run.job) and run.master_addr is None:
-        return  # wait for a live Master: its address goes into this pod's environment
-    if template_sets_restart_policy(run.job, rtype):
+    if any(address is None for address in run.addresses.values()):
+        return  # wait: an address this pod's environment names is not known yet
+    if template_sets_restart_policy(run.job, rtype, run.fw):
         run.emit(
             "Warning",
             "SetPodTemplateRestartPolicy",
             "Restart policy in pod template will be overwritten by restart policy in replica spec",
         )
-    pod = build_pod(run.job, rtype, index, run.master_addr or "")
+    env = run.flavor.pod_env(run.job, rtype, index, run.addresses)
+    master_role = run.flavor.is_master_role(run.job, rtype, index)
+    pod = build_replica_pod(run.fw, run.job, rtype, index, env, master_role, run.flavor.env_container)
+    uid = run.planned.pop((rtype, index), None)
     if uid is not None:
         pod["metadata"]["uid"] = uid
     if not run.ops.create_pod(run.job, pod) and uid is not None:
         run.ops.release_pod_ip(uid)
-        run.master_addr = None
+        run.addresses[(rtype, index)] = None
 
 
 # -- services ------------------------------------------------------------------------------------------
@@ -238,7 +329,7 @@ def _reconcile_services(run: Pass, services: list[Obj], rtype: str, spec: Obj) -
     replicas = replicas_of(spec)
     for index, bucket in enumerate(st.slices(services, rtype, replicas)):
         if not bucket:
-            run.ops.create_service(run.job, build_service(run.job, rtype, index))
+            run.ops.create_service(run.job, build_service(run.job, rtype, index, run.fw))
         elif len(bucket) == 1 and index >= replicas:
             meta = bucket[0]["metadata"]
             run.ops.delete_service(run.job, meta["namespace"], meta["name"])
@@ -288,4 +379,14 @@ def time_rule_due(job: Obj, now: float) -> bool:
     return not is_suspended(job) and st.past_active_deadline(job, status, now)
 
 
-__all__ = ["Ops", "sync_pytorchjob", "time_rule_due", "ttl_expiry"]
+__all__ = [
+    "PYTORCH_FLAVOR",
+    "Addresses",
+    "Flavor",
+    "Ops",
+    "Slot",
+    "sync_job",
+    "sync_pytorchjob",
+    "time_rule_due",
+    "ttl_expiry",
+]

@@ -1,0 +1,28 @@
+"""A small TFJob DAG for the production tier: a Chief, two Workers and a parameter server run the reference
+workload (``airflow_k8s_ml.workloads.tf_topology``), which proves the cluster spec of ``TF_CONFIG`` over
+sockets; the task succeeds when the Chief has heard from every Worker."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+from airflow.sdk import DAG
+
+from airflow_k8s_ml.operators import TFJobOperator
+
+#: The pods run on the host's Python: this checkout's package (the DAG file is a symlink into it).
+REPO = Path(__file__).resolve().parents[3]
+
+with DAG("tf_training", schedule=None, max_active_runs=2, tags=["test"]):
+    TFJobOperator(
+        task_id="train",
+        namespace="ml",
+        image="ghcr.io/airflow-k8s-ml/workloads:0.1.0",
+        command=["python", "-m", "airflow_k8s_ml.workloads.tf_topology", "--timeout", "120"],
+        env={"PYTHONPATH": str(REPO)},
+        workers=2,
+        ps=1,
+        run_timeout=timedelta(minutes=5),
+        pod_options={"termination_grace_period_seconds": 2},
+    )
