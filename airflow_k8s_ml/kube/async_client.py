@@ -251,6 +251,11 @@ class AsyncKube:
     ) -> Lines:
         return await self.run(ops.warning_events(obj, self.namespace, pods, limit))
 
+    async def pod_warnings(
+        self, pods: Sequence[Mapping[str, Any]], namespace: str | None = None
+    ) -> list[Mapping[str, Any]]:
+        return await self.run(ops.pod_warnings(self._ns(namespace), pods))
+
 
 # -- the per-process registry ------------------------------------------------------------------------
 _clients: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, AsyncKube]] = (

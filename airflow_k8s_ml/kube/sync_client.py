@@ -243,6 +243,11 @@ class KubeClient:
     ) -> Lines:
         return self.run(ops.warning_events(obj, self.namespace, pods, limit))
 
+    def pod_warnings(
+        self, pods: Sequence[Mapping[str, Any]], namespace: str | None = None
+    ) -> list[Mapping[str, Any]]:
+        return self.run(ops.pod_warnings(self._ns(namespace), pods))
+
     # -- blocking only ----------------------------------------------------------------------------------
     def wait_gone(
         self,
