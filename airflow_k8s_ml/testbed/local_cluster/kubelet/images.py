@@ -53,7 +53,8 @@ def _remote(image: str) -> str:
     (``library/`` prefixed for a Docker Hub name without a namespace)."""
     name = image.partition("@")[0]
     first, slash, rest = name.partition("/")
-    if not slash or ("." not in first and ":" not in first and first != "localhost" and first.lower() == first):
+    plain = "." not in first and ":" not in first and first != "localhost" and first.lower() == first
+    if not slash or plain:
         domain, remainder = "docker.io", name
     else:
         domain, remainder = first, rest
@@ -76,7 +77,9 @@ def pull(rules: list[ImageRule], image: str, policy: str) -> PullResult:
     """What the kubelet's image manager would report for ``image`` under ``policy``."""
     invalid = reference_error(image)
     if invalid is not None:  # pkg/kubelet/images/image_manager.go: applyDefaultImageTag
-        message = f'Failed to apply default image tag "{image}": couldn\'t parse image name "{image}": {invalid}'
+        message = (
+            f'Failed to apply default image tag "{image}": couldn\'t parse image name "{image}": {invalid}'
+        )
         return PullResult(False, "InvalidImageName", message, (("Warning", "InspectFailed", message),))
     rule = rule_for(rules, image)
     allowed = rule is None or rule.allow
