@@ -14,13 +14,19 @@ Import-light: Airflow's ``conf`` is imported inside :func:`get`, never at module
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from airflow_k8s_ml.deadlines import DEFAULT_ADMISSION_TIMEOUT, DEFAULT_STARTUP_TIMEOUT
+
+if TYPE_CHECKING:
+    from airflow_k8s_ml.status.wait_report import Pace
 
 __all__ = [
     "OPTIONS",
     "SECTION",
     "Option",
     "WaitTimings",
+    "default_budgets",
     "get",
     "get_bool",
     "get_float",
@@ -106,6 +112,48 @@ OPTIONS: dict[str, Option] = {
         "How often a trigger re-reads a workload its watch does not show yet.",
         "float",
         "5",
+    ),
+    "default_admission_timeout": Option(
+        "Seconds of ``admission_timeout`` (queued in Kueue, or pods unschedulable) for a task that sets "
+        "none, so a pipeline written with the defaults cannot wait forever. Generous for a busy queue: "
+        "6 hours. ``0`` or ``none``: no default budget (a task without the argument may then wait forever).",
+        "string",
+        f"{DEFAULT_ADMISSION_TIMEOUT.total_seconds():.0f}",
+        "3600",
+        version_added="0.2.0",
+    ),
+    "default_startup_timeout": Option(
+        "Seconds of ``startup_timeout`` (pods scheduled but not running: image pulls, volumes, containers) "
+        "for a task that sets none. Generous for a cold pull of a multi-gigabyte CUDA image: 30 minutes. "
+        "``0`` or ``none``: no default budget.",
+        "string",
+        f"{DEFAULT_STARTUP_TIMEOUT.total_seconds():.0f}",
+        "900",
+        version_added="0.2.0",
+    ),
+    "still_waiting_seconds": Option(
+        "A waiting task logs 'still waiting for ... since ...' when it said nothing for this many seconds.",
+        "float",
+        "300",
+        "120",
+        version_added="0.2.0",
+    ),
+    "fail_fast_stuck": Option(
+        "Fail a waiting task at once (deleting its workload) when a pod is stuck on a cause waiting cannot "
+        "heal: InvalidImageName, runAsNonRoot refused for the image, a Secret or ConfigMap still missing "
+        "after ``missing_config_grace_seconds``. Off: such a pod is named in the log and the task waits "
+        "for ``startup_timeout``.",
+        "boolean",
+        "True",
+        version_added="0.2.0",
+    ),
+    "missing_config_grace_seconds": Option(
+        "Seconds a Secret or ConfigMap a pod needs may take to appear after the pod was scheduled (another "
+        "task or a secrets operator often creates it a moment later) before ``fail_fast_stuck`` fails the "
+        "task.",
+        "float",
+        "120",
+        version_added="0.2.0",
     ),
     "kueue_position_seconds": Option(
         "While a queued workload waits for Kueue admission, its queue position is asked of Kueue's "
@@ -194,6 +242,9 @@ class WaitTimings(NamedTuple):
     lines_per_second: float = _declared("log_relay_lines_per_second")
     position_refresh: float = _declared("kueue_position_seconds")
     unreachable: float = _declared("api_unreachable_timeout")
+    still_waiting: float = _declared("still_waiting_seconds")
+    fail_fast: bool = True
+    config_grace: float = _declared("missing_config_grace_seconds")
 
     @classmethod
     def configured(cls) -> WaitTimings:
@@ -205,4 +256,35 @@ class WaitTimings(NamedTuple):
             lines_per_second=get_positive("log_relay_lines_per_second"),
             position_refresh=get_positive("kueue_position_seconds"),
             unreachable=get_positive("api_unreachable_timeout"),
+            still_waiting=get_positive("still_waiting_seconds"),
+            fail_fast=get_bool("fail_fast_stuck"),
+            config_grace=get_positive("missing_config_grace_seconds"),
         )
+
+    def pace(self) -> Pace:
+        """What the wait report needs of these options (:class:`~airflow_k8s_ml.status.wait_report.Pace`):
+        the "still waiting" line's period, the early-failure rules; a stuck pod's events are read at most
+        every ``refetch`` seconds."""
+        from airflow_k8s_ml.status.stuck import StuckRules
+        from airflow_k8s_ml.status.wait_report import Pace
+
+        rules = StuckRules(fail_fast=self.fail_fast, config_grace=self.config_grace)
+        return Pace(still_every=self.still_waiting, events_every=self.refetch, stuck=rules)
+
+
+def default_budgets() -> dict[str, float | None]:
+    """The ``admission_timeout`` and ``startup_timeout`` (seconds) a task gets when it sets none; None: the
+    option says no default (``0``, ``none``). A value that is not a number: the declared default."""
+    out: dict[str, float | None] = {}
+    for name in ("admission_timeout", "startup_timeout"):
+        option = f"default_{name}"
+        text = get(option).strip().lower()
+        if text in ("", "0", "none"):
+            out[name] = None
+            continue
+        try:
+            value = float(text)
+        except ValueError:
+            value = float(OPTIONS[option].default)
+        out[name] = value if value > 0 else None
+    return out

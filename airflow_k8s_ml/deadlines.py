@@ -13,6 +13,14 @@ argument, payload key, expiry, log line, error message, docs:
 | ``run_timeout`` | from the first running pod, through restarts | the first container start |
 | ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
 
+With no argument, ``admission_timeout`` and ``startup_timeout`` still apply: :data:`DEFAULT_ADMISSION_TIMEOUT`
+(6 hours: a busy queue, a GPU node being added by an autoscaler) and :data:`DEFAULT_STARTUP_TIMEOUT`
+(30 minutes: a cold pull of a multi-gigabyte CUDA image on a slow link), filled in by
+:meth:`Deadlines.with_defaults` when the task runs, so a pipeline written with the defaults cannot wait
+forever on a pod that will never start. The provider's options ``default_admission_timeout`` and
+``default_startup_timeout`` change them (``0``: no default). ``run_timeout`` and ``deadline`` have none: how
+long a training may run is the user's to say.
+
 Standard library only; every function takes the times it needs (tests move time by passing numbers).
 Outside :mod:`airflow_k8s_ml.status` (which uses it) and made of named tuples rather than dataclasses on
 purpose: it is imported when a DAG file is parsed (the parse-time check of the arguments), where neither the
@@ -30,6 +38,8 @@ from airflow_k8s_ml.k8s.record import Record
 
 __all__ = [
     "DEADLINE_NAMES",
+    "DEFAULT_ADMISSION_TIMEOUT",
+    "DEFAULT_STARTUP_TIMEOUT",
     "PHASE_BUDGETS",
     "Deadlines",
     "Expiry",
@@ -40,6 +50,9 @@ __all__ = [
 
 #: Every deadline, by the argument name users write.
 DEADLINE_NAMES = ("admission_timeout", "startup_timeout", "run_timeout", "deadline")
+#: The budgets a task gets when it sets none (see the module docstring for why these values).
+DEFAULT_ADMISSION_TIMEOUT = timedelta(hours=6)
+DEFAULT_STARTUP_TIMEOUT = timedelta(minutes=30)
 #: Tracked phase (``status.deadline_phase``) -> the budget spent in it.
 PHASE_BUDGETS: Mapping[str, str] = {
     "admission": "admission_timeout",
@@ -173,6 +186,16 @@ class Deadlines(Record):
             startup_timeout=to_timedelta(startup_timeout, "startup_timeout"),
             run_timeout=to_timedelta(run_timeout, "run_timeout"),
             deadline=_deadline(deadline),
+        )
+
+    def with_defaults(self, *, admission_timeout: float | None, startup_timeout: float | None) -> Deadlines:
+        """These budgets, with ``admission_timeout`` and ``startup_timeout`` (seconds; None: none) for the
+        ones the task did not set."""
+        return Deadlines(
+            admission_timeout=self.admission_timeout or to_timedelta(admission_timeout, "admission_timeout"),
+            startup_timeout=self.startup_timeout or to_timedelta(startup_timeout, "startup_timeout"),
+            run_timeout=self.run_timeout,
+            deadline=self.deadline,
         )
 
     def is_empty(self) -> bool:

@@ -41,6 +41,7 @@ T = TypeVar("T")
 Query = list[tuple[str, str]]
 Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
 Lines = list[str]
+Events = list[Mapping[str, Any]]
 
 #: Modules too heavy to import on the event loop (seconds on a cold start, SSL context creation included).
 HEAVY_MODULES = (
@@ -250,6 +251,9 @@ class AsyncKube:
         self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20
     ) -> Lines:
         return await self.run(ops.warning_events(obj, self.namespace, pods, limit))
+
+    async def pod_warnings(self, pods: Sequence[Mapping[str, Any]], namespace: str | None = None) -> Events:
+        return await self.run(ops.pod_warnings(self._ns(namespace), pods))
 
 
 # -- the per-process registry ------------------------------------------------------------------------

@@ -44,6 +44,7 @@ __all__ = [
     "log_tail",
     "one",
     "pending_workloads",
+    "pod_warnings",
     "pods_of",
     "warning_events",
 ]
@@ -209,3 +210,10 @@ def warning_events(
     events = yield from list_items(resource_for("v1", "Event"), namespace, field_selector="type=Warning")
     uids = {str(meta.get("uid"))} | {str((p.get("metadata") or {}).get("uid")) for p in pods}
     return format_warnings(select_warnings(events, uids), limit=limit)
+
+
+def pod_warnings(namespace: str, pods: Sequence[Mapping[str, Any]]) -> Plan[list[Mapping[str, Any]]]:
+    """The Warning events of ``pods`` as the API holds them, oldest first: what a wait reads to tell why a
+    pod stays in ``ContainerCreating`` (``FailedMount``), which its status does not say."""
+    events = yield from list_items(resource_for("v1", "Event"), namespace, field_selector="type=Warning")
+    return select_warnings(events, {str((p.get("metadata") or {}).get("uid")) for p in pods})

@@ -42,6 +42,7 @@ T = TypeVar("T")
 Query = list[tuple[str, str]]
 Items = list[dict[str, Any]]  # aliases: inside the classes, ``list`` names the method
 Lines = list[str]
+Events = list[Mapping[str, Any]]
 #: Seconds to establish a stream's connection (its reads are bounded by ``Request.read_timeout``).
 CONNECT_TIMEOUT = 30.0
 
@@ -242,6 +243,9 @@ class KubeClient:
         self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20
     ) -> Lines:
         return self.run(ops.warning_events(obj, self.namespace, pods, limit))
+
+    def pod_warnings(self, pods: Sequence[Mapping[str, Any]], namespace: str | None = None) -> Events:
+        return self.run(ops.pod_warnings(self._ns(namespace), pods))
 
     # -- blocking only ----------------------------------------------------------------------------------
     def wait_gone(

@@ -55,7 +55,9 @@ class WaitSettings(Record):
         templated_ok: bool = False,
     ) -> WaitSettings:
         """Parse the raw arguments; errors name the argument. ``templated_ok`` (parse time): templated
-        values are left out, to be parsed once rendered."""
+        values are left out, to be parsed once rendered; otherwise (run time) an ``admission_timeout`` or
+        ``startup_timeout`` not set gets the provider's default budget (:func:`~airflow_k8s_ml.config.
+        default_budgets`)."""
         from airflow_k8s_ml.manifests.validation import check_int
 
         deadlines = Deadlines.parse(
@@ -64,6 +66,10 @@ class WaitSettings(Record):
             run_timeout=_given(run_timeout, templated_ok),
             deadline=_given(deadline, templated_ok),
         )
+        if not templated_ok:  # at run time: the default budgets for the ones not set (never endless)
+            from airflow_k8s_ml.config import default_budgets
+
+            deadlines = deadlines.with_defaults(**default_budgets())
         interval = to_timedelta(_given(poll_interval, templated_ok), "poll_interval")
         return cls(
             kubernetes_conn_id=kubernetes_conn_id,

@@ -22,6 +22,7 @@ from airflow_k8s_ml.status.clock import PhaseClock, phase_hints, phase_reason
 from airflow_k8s_ml.status.kueue import QueueState, admission_reason
 from airflow_k8s_ml.status.phases import deadline_phase
 from airflow_k8s_ml.status.state import PENDING, WorkloadState
+from airflow_k8s_ml.status.stuck import DEFAULT_RULES, Stuck, StuckRules, permanent_cause
 
 __all__ = ["Decision", "Observation", "Target", "Verdict", "decide", "uid_of"]
 
@@ -108,15 +109,24 @@ def _in_progress(
     deadlines: Deadlines,
     clock: PhaseClock,
     queue: QueueState | None = None,
+    stuck: StuckRules = DEFAULT_RULES,
 ) -> Decision:
-    """Not finished: advance the clock, then either a budget ran out or we wait until the next one does."""
+    """Not finished: advance the clock, then either a budget ran out, or a pod is stuck on a cause waiting
+    cannot heal (``startup_timeout`` cut short: :func:`~airflow_k8s_ml.status.stuck.permanent_cause`), or
+    we wait until the next budget runs out (or a grace period ends)."""
     phase = deadline_phase(state, pods)
     hint_since, hint_running = phase_hints(phase, obj, pods)
     clock = clock.observe(phase, now, hint_since=hint_since, hint_running=hint_running)
     uid = uid_of(obj)
     expiry = deadlines.expired(now=now, started_at=target.started_at, clock=clock)
     if expiry is None:
+        startup_since = clock.since if clock.phase == "startup" else None
+        cause, grace_ends = permanent_cause(pods, now=now, startup_since=startup_since, rules=stuck)
+        if cause is not None:
+            return Decision("deadline", state, _cut_short(cause), clock, uid, expired="startup_timeout")
         next_at = deadlines.next_expiry_at(started_at=target.started_at, clock=clock)
+        if grace_ends is not None:
+            next_at = grace_ends if next_at is None else min(next_at, grace_ends)
         return Decision("wait", state, "", clock, uid, next_look_at=next_at)
     queued = phase == "admission" and queue is not None and queue.waiting
     reason = admission_reason(queue) if queued and queue is not None else phase_reason(phase, state, pods)
@@ -124,11 +134,26 @@ def _in_progress(
     return Decision("deadline", state, message, clock, uid, expired=expiry.name)
 
 
+def _cut_short(cause: Stuck) -> str:
+    """The message of an early failure: the cause in the cluster's words, and why the wait stopped."""
+    return (
+        f"startup_timeout cut short: [{cause.pod}] {cause.text} (waiting cannot make this pod start; "
+        "see docs/troubleshooting.md)"
+    )
+
+
 def decide(
-    target: Target, observed: Observation, *, now: float, deadlines: Deadlines, clock: PhaseClock
+    target: Target,
+    observed: Observation,
+    *,
+    now: float,
+    deadlines: Deadlines,
+    clock: PhaseClock,
+    stuck: StuckRules = DEFAULT_RULES,
 ) -> Decision:
     """Decide from one observation. In order: vanished (tombstone) -> replaced (another uid) -> pods not
-    read yet (wait) -> succeeded / failed -> a budget ran out -> wait."""
+    read yet (wait) -> succeeded / failed -> a budget ran out -> a cause waiting cannot heal (``stuck``:
+    whether to fail early on it, and the grace of a missing Secret/ConfigMap) -> wait."""
     obj = observed.obj
     if obj is None:
         return _vanished(target, observed.tombstone, clock)
@@ -142,4 +167,4 @@ def decide(
     if state.terminal:
         verdict: Verdict = "succeeded" if state.succeeded else "failed"
         return Decision(verdict, state, f"{target.what} {state.summary()}", clock, uid)
-    return _in_progress(target, obj, state, observed.pods, now, deadlines, clock, observed.queue)
+    return _in_progress(target, obj, state, observed.pods, now, deadlines, clock, observed.queue, stuck)

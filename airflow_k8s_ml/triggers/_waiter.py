@@ -20,8 +20,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.config import WaitTimings
@@ -32,7 +32,15 @@ from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
 from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, KUEUE_API_VERSION, PositionAsked, queued_job_uid
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.wait import Target, uid_of
-from airflow_k8s_ml.status.wait_report import Diagnose, Look, Said, position_ask, report
+from airflow_k8s_ml.status.wait_report import (
+    STUCK_TAIL_LINES,
+    Diagnose,
+    Look,
+    Said,
+    events_ask,
+    position_ask,
+    report,
+)
 from airflow_k8s_ml.triggers.diagnostics import final_event, log_source, pod_report, pods_to_read
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
@@ -144,6 +152,7 @@ class Waiter:
         self.fetched_at: float | None = None
         self.warned_pods = False
         self.timings = timings
+        self.pace = timings.pace()
 
     def _subscriptions(self) -> list[Subscription]:
         """The watches the API server's reachability is judged by (the optional Kueue one is not)."""
@@ -217,10 +226,15 @@ class Waiter:
         ask = position_ask(self.target, look, self.said, now=now, every=self.timings.position_refresh)
         if ask is not None:
             self.said = self.said.answered(ask, await self._pending(ask))
-        told = report(self.target, look, self.said, now=now, deadlines=self.spec.deadlines)
-        self.said, self.next_look_at = told.said, told.decision.next_look_at
+        if events_ask(look, self.said, now=now, every=self.pace.events_every):
+            look = replace(look, events=await self._pod_warnings(look.pods or ()))
+        told = report(self.target, look, self.said, now=now, deadlines=self.spec.deadlines, pace=self.pace)
+        self.said, self.next_look_at = told.said, told.next_look_at
         for line in told.lines:
             getattr(self.log, line.level)("%s", line.text)
+            if line.tail is not None:
+                for text in await self._tail(*line.tail):
+                    self.log.info("  %s", text)
         if not told.decision.done:
             return None
         if told.drain_logs:
@@ -270,6 +284,26 @@ class Waiter:
         except Exception as exc:  # an optional nicety: any failure means "no position"
             self.log.debug("no queue position for %s: %s", self.target.what, exc)
             return None
+
+    async def _pod_warnings(self, pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The pods' Warning events the report asked for; a failure reads as none (asked again later)."""
+        try:
+            return await self.kube.pod_warnings(pods, self.target.namespace)
+        except Exception as exc:  # an optional nicety: the wait goes on without the events
+            self.log.debug("no Warning events for the pods of %s: %s", self.target.what, exc)
+            return []
+
+    async def _tail(self, pod: str, container: str) -> list[str]:
+        """A crash-looping container's last lines (its last instance's: the one that failed)."""
+        try:
+            text = await self.kube.log_tail(pod, self.target.namespace, container, STUCK_TAIL_LINES)
+            if not text.strip():
+                text = await self.kube.log_tail(
+                    pod, self.target.namespace, container, STUCK_TAIL_LINES, previous=True
+                )
+        except Exception as exc:
+            return [f"(no logs: {exc})"]
+        return text.splitlines()[-STUCK_TAIL_LINES:]
 
     async def _workload(self) -> dict[str, Any] | None:
         """The latest object. Absent from the synced cache without having been seen deleted means the watch

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from airflow_k8s_ml.config import WaitTimings
@@ -177,6 +177,7 @@ class WorkloadLooker:
         self.next_look_at: float | None = None
         self.log = log or _log
         self.kueue_absent = False  # the Workload LIST answered 404/403: wait as without a queue
+        self.pace = self.timings.pace()
 
     @property
     def phase(self) -> str | None:
@@ -219,21 +220,55 @@ class WorkloadLooker:
             _log.debug("no queue position for %s: %s", self.record.name, exc)
             return None
 
+    def _pod_warnings(self, pods: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+        """The pods' Warning events the report asked for; a failure reads as none (asked again later)."""
+        try:
+            return self.client.pod_warnings(pods, self.record.namespace)
+        except Exception as exc:  # an optional nicety: the wait goes on without the events
+            _log.debug("no Warning events for the pods of %s: %s", self.record.name, exc)
+            return []
+
+    def _tail(self, pod: str, container: str) -> list[str]:
+        """A crash-looping container's last lines (its last instance's: the one that failed)."""
+        from airflow_k8s_ml.status.wait_report import STUCK_TAIL_LINES
+
+        namespace = self.record.namespace
+        try:
+            text = self.client.log_tail(pod, namespace, container, STUCK_TAIL_LINES)
+            if not text.strip():
+                text = self.client.log_tail(pod, namespace, container, STUCK_TAIL_LINES, previous=True)
+        except Exception as exc:
+            return [f"(no logs: {exc})"]
+        return text.splitlines()[-STUCK_TAIL_LINES:]
+
     def look(self) -> WorkloadEvent | None:
         """One look: an event if the workload finished, vanished, was replaced or ran out of time."""
-        from airflow_k8s_ml.status.wait_report import position_ask, report
+        from dataclasses import replace
+
+        from airflow_k8s_ml.status.wait_report import events_ask, position_ask, report
         from airflow_k8s_ml.triggers.diagnostics import final_event
 
         target, look, now = self.record.target(), self._look(), time.time()
         ask = position_ask(target, look, self.said, now=now, every=self.timings.position_refresh)
         if ask is not None:
             self.said = self.said.answered(ask, self._pending(ask.queue))
+        if events_ask(look, self.said, now=now, every=self.pace.events_every):
+            look = replace(look, events=self._pod_warnings(look.pods or ()))
         told = report(
-            target, look, self.said, now=now, deadlines=self.settings.deadlines, lines=self.settings.log_lines
+            target,
+            look,
+            self.said,
+            now=now,
+            deadlines=self.settings.deadlines,
+            lines=self.settings.log_lines,
+            pace=self.pace,
         )
-        self.said, self.next_look_at = told.said, told.decision.next_look_at
+        self.said, self.next_look_at = told.said, told.next_look_at
         for line in told.lines:
             getattr(self.log, line.level)("%s", line.text)
+            if line.tail is not None:
+                for text in self._tail(*line.tail):
+                    self.log.info("  %s", text)
         if not told.decision.done:
             return None
         reports, warnings = (

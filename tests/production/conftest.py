@@ -90,9 +90,14 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
     (dags / "fault_training.py").symlink_to(TEST_DAGS / "fault_training.py")
     (dags / "hostile_logs.py").symlink_to(TEST_DAGS / "hostile_logs.py")
     (dags / "tf_training.py").symlink_to(TEST_DAGS / "tf_training.py")
+    (dags / "stuck_pods.py").symlink_to(TEST_DAGS / "stuck_pods.py")
     from kubernetes import config
 
+    from airflow_k8s_ml.testbed.local_cluster.settings import ImageRule
+
     with demo.embedded_services(root / "state") as services:
+        # a registry that refuses one image (tests/production/dags/stuck_pods.py); read at each pull
+        services.cluster.cluster.settings.images.append(ImageRule("unpullable.example/*", allow=False))
         demo.prepare_cluster(services)
         demo.seed(services, root / "seed.log")
         settings = StackSettings(home=root / "airflow-home", dags_folder=dags, env=demo.connections(services))
@@ -106,7 +111,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                     "hostile_logs",
                     "tf_training",
                 )
-                for dag_id in dag_ids:
+                for dag_id in (*dag_ids, "stuck_unschedulable", "stuck_image_pull"):
                     stack.rest.wait_dag(dag_id)
                     stack.rest.set_paused(dag_id, False)
                 yield Production(stack, services, api)

@@ -6,7 +6,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from airflow_k8s_ml.deadlines import Deadlines
+from airflow_k8s_ml.deadlines import DEFAULT_STARTUP_TIMEOUT, Deadlines
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators._args import (
     PLACEHOLDER,
@@ -79,6 +79,7 @@ def test_wait_settings_parse_once_and_skip_templates_at_parse_time() -> None:
     settings = WaitSettings.build(kubernetes_conn_id="k", stream_logs=True, **rendered)
     assert settings.deadlines == Deadlines(
         admission_timeout=timedelta(minutes=1),
+        startup_timeout=DEFAULT_STARTUP_TIMEOUT,  # not set: the default budget, at run time only
         run_timeout=timedelta(hours=2),
         deadline=datetime(2024, 5, 1, 6, tzinfo=UTC),
     )

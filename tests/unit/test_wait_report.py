@@ -96,7 +96,10 @@ CASES = [
         Look(job(), [unschedulable_pod()]),
         {"admission_timeout": 10},
         "deadline",
-        [Line("warning", f"Job ml/ft: admission_timeout 10s exceeded: {GPU_MESSAGE}")],
+        [
+            Line("warning", f"Job ml/ft: pod ft-abc is stuck: Unschedulable: {GPU_MESSAGE}"),
+            Line("warning", f"Job ml/ft: admission_timeout 10s exceeded: {GPU_MESSAGE}"),
+        ],
         True,
         False,
     ),

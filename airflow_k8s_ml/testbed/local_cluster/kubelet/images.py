@@ -2,13 +2,17 @@
 
 Commands run on the host with the cluster's Python first on PATH, so an image only selects a rule: the
 first rule whose glob matches wins (``fnmatch``), no rule means allowed. A denied image fails like a
-registry refusing it (``ErrImagePull`` then ``ImagePullBackOff``), which makes those paths testable.
+registry refusing it (``ErrImagePull`` then ``ImagePullBackOff``), which makes those paths testable. A name
+that is no image reference at all (``Trainer:1``: upper case) is refused before any rule, as the kubelet's
+image manager refuses it (``InvalidImageName``), whatever the rules say.
 """
 
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
+import re
 from dataclasses import dataclass
 
 from ..settings import ImageRule
@@ -29,8 +33,54 @@ def rule_for(rules: list[ImageRule], image: str) -> ImageRule | None:
     return None
 
 
+@functools.cache
+def _reference() -> re.Pattern[str]:
+    """distribution/reference's grammar (``ReferenceRegexp``): [domain/]path[:tag][@digest]."""
+    alnum = r"[a-z0-9]+"
+    separator = r"(?:[._]|__|[-]+)"
+    component = rf"{alnum}(?:{separator}{alnum})*"
+    domain_component = r"(?:[a-zA-Z0-9]|[a-zA-Z0-9][a-zA-Z0-9-]*[a-zA-Z0-9])"
+    host = rf"(?:{domain_component}(?:\.{domain_component})*|\[[a-fA-F0-9:]+\])"
+    domain = rf"{host}(?::[0-9]+)?"
+    name = rf"(?:{domain}/)?{component}(?:/{component})*"
+    tag = r"[\w][\w.-]{0,127}"
+    digest = r"[A-Za-z][A-Za-z0-9]*(?:[-_+.][A-Za-z][A-Za-z0-9]*)*:[0-9a-fA-F]{32,}"
+    return re.compile(rf"^({name})(?::({tag}))?(?:@({digest}))?$")
+
+
+def _remote(image: str) -> str:
+    """``splitDockerDomain``'s remainder without the tag: the repository path as the kubelet names it
+    (``library/`` prefixed for a Docker Hub name without a namespace)."""
+    name = image.partition("@")[0]
+    first, slash, rest = name.partition("/")
+    plain = "." not in first and ":" not in first and first != "localhost" and first.lower() == first
+    if not slash or plain:
+        domain, remainder = "docker.io", name
+    else:
+        domain, remainder = first, rest
+    if domain == "docker.io" and "/" not in remainder:
+        remainder = "library/" + remainder
+    return remainder.partition(":")[0]
+
+
+def reference_error(image: str) -> str | None:
+    """Why ``image`` is no image reference (``ParseNormalizedNamed``'s error), or None."""
+    remote = _remote(image)
+    if remote.lower() != remote:
+        return f"invalid reference format: repository name ({remote}) must be lowercase"
+    if not _reference().match(image):
+        return "invalid reference format"
+    return None
+
+
 def pull(rules: list[ImageRule], image: str, policy: str) -> PullResult:
     """What the kubelet's image manager would report for ``image`` under ``policy``."""
+    invalid = reference_error(image)
+    if invalid is not None:  # pkg/kubelet/images/image_manager.go: applyDefaultImageTag
+        message = (
+            f'Failed to apply default image tag "{image}": couldn\'t parse image name "{image}": {invalid}'
+        )
+        return PullResult(False, "InvalidImageName", message, (("Warning", "InspectFailed", message),))
     rule = rule_for(rules, image)
     allowed = rule is None or rule.allow
     if policy == "Never":
