@@ -142,14 +142,14 @@ def prepare_cluster(services: Services, queued: bool = False) -> None:
             core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret, field_validation="Strict")
         if queued:
             queue = {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "LocalQueue",
                 "metadata": {"name": "user-queue"},
                 "spec": {"clusterQueue": "cluster-queue"},
             }
             try:
                 client.CustomObjectsApi(api).create_namespaced_custom_object(
-                    "kueue.x-k8s.io", "v1beta1", NAMESPACE, "localqueues", queue
+                    "kueue.x-k8s.io", "v1beta2", NAMESPACE, "localqueues", queue
                 )
             except ApiException as exc:
                 if exc.status != 409:
@@ -209,8 +209,9 @@ def compete_for_the_gpu(stack: AirflowStack) -> list[str]:
         run = stack.rest.wait_run(COMPETING_DAG_ID, run_id, 600)
         entries = stack.rest.task_log(COMPETING_DAG_ID, run_id, "train", 1)
         queue_lines = [
-            str(e.get("event")) for e in entries if "admission in queue" in str(e.get("event"))
-            or " admitted by queue " in str(e.get("event"))
+            str(e.get("event"))
+            for e in entries
+            if "admission in queue" in str(e.get("event")) or " admitted by queue " in str(e.get("event"))
         ]
         lines.append(f"run {run_id}: {run.get('state')}")
         lines += [f"    {line}" for line in queue_lines]

@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
