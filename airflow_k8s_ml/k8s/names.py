@@ -95,7 +95,6 @@ def _label_value(value: str) -> bool:
 def _env_var_name(value: str) -> bool:
     return bool(value) and value[0] in _ENV_FIRST and all(char in _ENV_REST for char in value[1:])
 
-
 _QUALIFIED_NAME_MSG = (
     "must consist of alphanumeric characters, '-', '_' or '.', "
     "and must start and end with an alphanumeric character"

@@ -211,3 +211,4 @@ def build_trainjob(
     if spec.active_deadline_seconds is not None:
         body["activeDeadlineSeconds"] = spec.active_deadline_seconds
     return {"apiVersion": API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": body}
+

@@ -54,11 +54,7 @@ RUNTIME_KINDS = ("ClusterTrainingRuntime", "TrainingRuntime")
 #: torchrun's variables, which the torch plugin sets (upstream refuses them in ``spec.trainer.env`` with
 #: "must not have reserved envs").
 TORCH_RESERVED_ENV = (
-    "PET_NNODES",
-    "PET_NPROC_PER_NODE",
-    "PET_NODE_RANK",
-    "PET_MASTER_ADDR",
-    "PET_MASTER_PORT",
+    "PET_NNODES", "PET_NPROC_PER_NODE", "PET_NODE_RANK", "PET_MASTER_ADDR", "PET_MASTER_PORT",
 )
 _INT32_MAX = 2**31 - 1
 #: The ``storageUri`` rule of the CRD (``self == '' || self.matches(...)``) and its MaxLength.

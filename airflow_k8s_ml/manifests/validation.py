@@ -42,6 +42,7 @@ __all__ = [
 PLACEHOLDER = "templated"
 
 
+
 def fail(field: str, message: str) -> ValidationError:
     """Build the error (callers ``raise fail(...)`` so type checkers see the raise)."""
     return ValidationError(field, message)
@@ -195,3 +196,4 @@ def checked_options(
             raise fail(f"{field}.{key}", f"set by the {by_field[key]!r} argument, not {field}")
         raise fail(f"{field}.{key}", f"unknown option; expected one of {', '.join(sorted(allowed))}")
     return dict(value)
+

@@ -121,20 +121,9 @@ class _WorkloadOperator(BaseOperator):
     # ``aws_conn_id`` is templated so its value lands in the rendered fields, where the UI's Training tab
     # finds the connection to read this task's checkpoints with.
     template_fields: Sequence[str] = (
-        "namespace",
-        "resume_from",
-        "checkpoint_uri",
-        "deadline",
-        "manifest",
-        "admission_timeout",
-        "startup_timeout",
-        "run_timeout",
-        "aws_conn_id",
-        "image",
-        "command",
-        "args",
-        "env",
-        "queue_name",
+        "namespace", "resume_from", "checkpoint_uri", "deadline", "manifest",
+        "admission_timeout", "startup_timeout", "run_timeout", "aws_conn_id",
+        "image", "command", "args", "env", "queue_name",
     )
     ui_color = "#dbe9f6"
     operator_extra_links = (ClusterDashboardLink(),)
@@ -509,20 +498,16 @@ class _WorkloadOperator(BaseOperator):
         if CURSOR_ANNOTATION in ((workload.obj.get("metadata") or {}).get("annotations") or {}):
             return
         pods = sorted(
-            (p for p in client.pods_of(self.kind, workload.name, namespace) if owned_by(p, workload.uid)),
+            (p for p in client.pods_of(self.kind, workload.name, namespace)
+             if owned_by(p, workload.uid)),
             key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
         )
         if not pods:
-            self.log.info(
-                "no pods of %s %s/%s are left to read its log from", self.kind, namespace, workload.name
-            )
+            self.log.info("no pods of %s %s/%s are left to read its log from", self.kind, namespace,
+                          workload.name)
             return
-        self.log.info(
-            "%s %s/%s finished while no trigger relayed its log; its pods' logs:",
-            self.kind,
-            namespace,
-            workload.name,
-        )
+        self.log.info("%s %s/%s finished while no trigger relayed its log; its pods' logs:", self.kind,
+                      namespace, workload.name)
         for pod in pods:
             name = str((pod.get("metadata") or {}).get("name"))
             for container, replica in stream_keys(pod):

@@ -209,9 +209,8 @@ def compete_for_the_gpu(stack: AirflowStack) -> list[str]:
         run = stack.rest.wait_run(COMPETING_DAG_ID, run_id, 600)
         entries = stack.rest.task_log(COMPETING_DAG_ID, run_id, "train", 1)
         queue_lines = [
-            str(e.get("event"))
-            for e in entries
-            if "admission in queue" in str(e.get("event")) or " admitted by queue " in str(e.get("event"))
+            str(e.get("event")) for e in entries if "admission in queue" in str(e.get("event"))
+            or " admitted by queue " in str(e.get("event"))
         ]
         lines.append(f"run {run_id}: {run.get('state')}")
         lines += [f"    {line}" for line in queue_lines]

@@ -81,6 +81,7 @@ COUNT_SECONDS = 2.0
 _STAMP_BYTES = 64
 
 
+
 class LineFilter:
     """Drops lines already relayed before a reconnect: older than the cursor, or the first ``n`` lines
     carrying exactly the cursor's timestamp."""
