@@ -15,6 +15,9 @@ $(STAMP): pyproject.toml
 	# torch first, pinned: the CPU build is on disk; an unsatisfied range would download a multi-GB CUDA build.
 	$(PIP) install -q torch==2.13.0
 	$(PIP) install -q -e '.[local,dev,workloads,demo]'
+	# PyTorchJob's published models for the schema check (tests/upstream_schemas.py); --no-deps: the SDK pins
+	# kubernetes<36, which the cncf provider (>=36) excludes, and its models need nothing but that client.
+	$(PIP) install -q --no-deps kubeflow-training==1.9.4
 	touch $(STAMP)
 
 install: $(STAMP)

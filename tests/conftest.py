@@ -19,7 +19,7 @@ import pytest
 # (its stack drops AIRFLOW* variables), and test_workload_trigger.py tests the hold itself.
 os.environ.setdefault("AIRFLOW__AIRFLOW_K8S_ML__MIN_DEFERRAL_SECONDS", "0")
 
-pytest_plugins = ["tests.cluster_fixtures"] + (
+pytest_plugins = ["tests.cluster_fixtures", "tests.upstream_schemas_plugin"] + (
     ["tests.s3_fixtures"] if importlib.util.find_spec("tests.s3_fixtures") else []
 )
 

@@ -34,6 +34,7 @@ from airflow_k8s_ml.kube.conversation import Conversation
 from airflow_k8s_ml.kube.requests import JSON, Reply, Request, create_request, patch_request
 from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
+from airflow_k8s_ml.status.kueue import KUEUE_GROUP
 
 __all__ = ["AsyncKube", "ClientSettings", "close_all", "get_kube", "load_clients"]
 
@@ -81,6 +82,7 @@ class AsyncKube:
         self.namespace = namespace
         self._refresh_lock = asyncio.Lock()
         self.requests = 0  # for tests and benchmarks: HTTP requests sent through this client
+        self._kueue_version: str | None = None
 
     @property
     def endpoint(self) -> str:
@@ -229,9 +231,21 @@ class AsyncKube:
         res = resource_for(api_version, kind)
         return await self.run(ops.delete(res, self._ns(namespace), name, propagation=propagation, uid=uid))
 
+    async def kueue_version(self) -> str:
+        """The Kueue API version to speak here (v1beta2 where served, else v1beta1): asked once per
+        connection (this client is shared per connection), then cached."""
+        if self._kueue_version is None:
+            self._kueue_version = await self.run(ops.kueue_version())
+        return self._kueue_version
+
+    async def kueue_api_version(self) -> str:
+        """``kueue.x-k8s.io/<kueue_version()>``."""
+        return f"{KUEUE_GROUP}/{await self.kueue_version()}"
+
     async def pending_workloads(self, local_queue: str, namespace: str | None = None) -> dict[str, Any]:
         """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue; raises ``ApiError`` (404 without the API)."""
-        return await self.run(ops.pending_workloads(local_queue, self._ns(namespace)))
+        version = await self.kueue_version()
+        return await self.run(ops.pending_workloads(local_queue, self._ns(namespace), version))
 
     async def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
         return await self.run(ops.pods_of(kind, name, self._ns(namespace)))

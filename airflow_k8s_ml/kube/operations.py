@@ -25,13 +25,15 @@ from airflow_k8s_ml.kube.requests import (
 )
 from airflow_k8s_ml.kube.resources import (
     JOB_NAME_LABEL,
-    KUEUE_VISIBILITY_LOCAL_QUEUES,
     LEGACY_JOB_NAME_LABEL,
     Resource,
+    kueue_visibility_local_queues,
     pod_label_key,
     resource_for,
     resource_of,
 )
+from airflow_k8s_ml.status.kueue import KUEUE_GROUP
+from airflow_k8s_ml.status.kueue import kueue_version as choose_kueue_version
 
 __all__ = [
     "PAGE_SIZE",
@@ -39,6 +41,7 @@ __all__ = [
     "apply",
     "delete",
     "get",
+    "kueue_version",
     "list_items",
     "list_snapshot",
     "log_tail",
@@ -160,12 +163,24 @@ def delete(
     return True
 
 
-def pending_workloads(local_queue: str, namespace: str) -> Plan[Obj]:
-    """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue (its on-demand visibility API), the only place
-    Kueue reports queue positions. Errors are raised (404: no visibility API or no such queue, 403: no
-    RBAC): whether a missing position matters is the caller's call."""
+def kueue_version() -> Plan[str]:
+    """The Kueue version the cluster serves that we speak (v1beta2 where served, else v1beta1), from its
+    ``APIGroup`` document; no Kueue (404) or no right to read it (403): the newest."""
+    try:
+        group: Obj = yield Request("GET", f"/apis/{KUEUE_GROUP}")
+    except ApiError as exc:
+        if exc.status in (403, 404):
+            return choose_kueue_version(None)
+        raise
+    return choose_kueue_version(group)
+
+
+def pending_workloads(local_queue: str, namespace: str, version: str) -> Plan[Obj]:
+    """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue (its on-demand visibility API at ``version``), the
+    only place Kueue reports queue positions. Errors are raised (404: no visibility API or no such queue,
+    403: no RBAC): whether a missing position matters is the caller's call."""
     summary: Obj = yield get_request(
-        KUEUE_VISIBILITY_LOCAL_QUEUES, namespace, local_queue, "pendingworkloads"
+        kueue_visibility_local_queues(version), namespace, local_queue, "pendingworkloads"
     )
     return summary
 

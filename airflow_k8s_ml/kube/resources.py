@@ -70,8 +70,11 @@ class Resource:
         return f"{path}/{subresource}" if subresource else path
 
 
-#: Kueue's on-demand visibility API: a LocalQueue's ``pendingworkloads`` (the only path it serves there).
-KUEUE_VISIBILITY_LOCAL_QUEUES = Resource("visibility.kueue.x-k8s.io", "v1beta1", "localqueues", "LocalQueue")
+def kueue_visibility_local_queues(version: str) -> Resource:
+    """Kueue's on-demand visibility API at ``version`` (the same as its ``kueue.x-k8s.io``): a LocalQueue's
+    ``pendingworkloads`` (the only path it serves there)."""
+    return Resource("visibility.kueue.x-k8s.io", version, "localqueues", "LocalQueue")
+
 
 _KNOWN: tuple[Resource, ...] = (
     Resource("", "v1", "pods", "Pod"),
@@ -87,7 +90,9 @@ _KNOWN: tuple[Resource, ...] = (
     Resource("autoscaling", "v1", "horizontalpodautoscalers", "HorizontalPodAutoscaler"),
     Resource("policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget"),
     Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy"),
-    Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload"),  # read for queued jobs' admission
+    # Kueue's Workload, read for queued jobs' admission, at the version the cluster serves (kube_version).
+    Resource("kueue.x-k8s.io", "v1beta2", "workloads", "Workload"),
+    Resource("kueue.x-k8s.io", "v1beta1", "workloads", "Workload"),
     *(Resource(k.group, k.version, k.plural, k.kind) for k in WORKLOAD_KINDS),
 )
 

@@ -32,6 +32,7 @@ from airflow_k8s_ml.kube.requests import (
 )
 from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.retry import RetryPolicy
+from airflow_k8s_ml.status.kueue import KUEUE_GROUP
 
 if TYPE_CHECKING:
     from kubernetes.client import ApiClient
@@ -65,6 +66,7 @@ class KubeClient:
         self._namespace = namespace
         self.retry = retry or RetryPolicy()
         self.request_timeout = request_timeout
+        self._kueue_version: str | None = None
 
     # -- plumbing ---------------------------------------------------------------------------------------
     @cached_property
@@ -221,9 +223,20 @@ class KubeClient:
         res = resource_for(api_version, kind)
         return self.run(ops.delete(res, self._ns(namespace), name, propagation=propagation, uid=uid))
 
+    def kueue_version(self) -> str:
+        """The Kueue API version to speak here (v1beta2 where served, else v1beta1): asked once per client
+        (its one connection pool), then cached."""
+        if self._kueue_version is None:
+            self._kueue_version = self.run(ops.kueue_version())
+        return self._kueue_version
+
+    def kueue_api_version(self) -> str:
+        """``kueue.x-k8s.io/<kueue_version()>``."""
+        return f"{KUEUE_GROUP}/{self.kueue_version()}"
+
     def pending_workloads(self, local_queue: str, namespace: str | None = None) -> dict[str, Any]:
         """Kueue's ``PendingWorkloadsSummary`` of a LocalQueue; raises ``ApiError`` (404 without the API)."""
-        return self.run(ops.pending_workloads(local_queue, self._ns(namespace)))
+        return self.run(ops.pending_workloads(local_queue, self._ns(namespace), self.kueue_version()))
 
     def pods_of(self, kind: str, name: str, namespace: str | None = None) -> Items:
         return self.run(ops.pods_of(kind, name, self._ns(namespace)))

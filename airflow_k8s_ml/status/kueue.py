@@ -1,12 +1,13 @@
 """A Kueue ``Workload`` read into a pure :class:`QueueState`: queued where, admitted when, why not, evicted.
 
 Why here: Kueue says why a queued job is not running only on the ``Workload`` it creates for the job
-(``kueue.x-k8s.io/v1beta1``), never on the job itself (which just stays suspended). The trigger logs this
+(``kueue.x-k8s.io/v1beta2``, or ``v1beta1`` on a Kueue < 0.16: :func:`kueue_version` picks), never on the
+job itself (which just stays suspended). The trigger logs this
 state once per change, and the admission deadline's failure message quotes its reason, so a user reads
 ``insufficient unused quota for nvidia.com/gpu in flavor default-flavor, 1 more needed`` instead of "Job
 suspended". Standard library only; no I/O.
 
-Upstream semantics (``apis/kueue/v1beta1/workload_types.go``, ``pkg/workload``):
+Upstream semantics (``apis/kueue/v1beta2/workload_types.go``, ``pkg/workload``):
 
 - ``QuotaReserved`` False, reason ``Pending``: not admitted; the message is the scheduler's
   (``couldn't assign flavors to pod set main: insufficient unused quota ...``);
@@ -17,7 +18,7 @@ Upstream semantics (``apis/kueue/v1beta1/workload_types.go``, ``pkg/workload``):
 - ``Finished`` True: the job ended; the workload no longer holds quota.
 
 Kueue reports no queue position on the Workload: only its on-demand visibility API does
-(``GET /apis/visibility.kueue.x-k8s.io/v1beta1/namespaces/{ns}/localqueues/{name}/pendingworkloads``, a
+(``GET /apis/visibility.kueue.x-k8s.io/v1beta2/namespaces/{ns}/localqueues/{name}/pendingworkloads``, a
 ``PendingWorkloadsSummary``). The waits ask it (:func:`next_position_ask` says when) and pass the summary to
 :func:`follow`, which picks our workload's ``positionInClusterQueue`` out of it (:func:`position_in`): the
 order the ClusterQueue admits in, across all its LocalQueues. Kueue counts from 0; the task log counts
@@ -34,13 +35,15 @@ from airflow_k8s_ml.status._conditions import find, is_true, status_of
 
 __all__ = [
     "JOB_UID_LABEL",
-    "KUEUE_API_VERSION",
+    "KUEUE_GROUP",
+    "KUEUE_VERSIONS",
     "POSITION_REFRESH",
     "QUEUE_NAME_LABEL",
     "PositionAsked",
     "QueueState",
     "admission_reason",
     "follow",
+    "kueue_version",
     "next_position_ask",
     "position_in",
     "position_text",
@@ -53,7 +56,12 @@ __all__ = [
 #: The label a job is queued by (the job's), and the one Kueue puts on the Workload it creates for a job.
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
-KUEUE_API_VERSION = "kueue.x-k8s.io/v1beta1"
+#: Kueue's API group, and the versions we speak, newest first: v1beta2 is the storage version since Kueue
+#: 0.16 (v1beta1 is served there deprecated, with a warning); a Kueue < 0.16 serves v1beta1 alone. The fields
+#: this module reads (conditions, ``status.admission``, ``status.requeueState``, ``spec.queueName``) are the
+#: same in both, and ``visibility.kueue.x-k8s.io`` has the same two versions with the same types.
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VERSIONS = ("v1beta2", "v1beta1")
 #: Seconds between two asks of the visibility API while the Workload itself does not change (the one ahead
 #: being admitted changes our position, not our Workload).
 POSITION_REFRESH = 30.0
@@ -270,3 +278,13 @@ def queue_line(what: str, state: QueueState) -> str:
     reason = f" [{state.reason}]" if state.reason else ""
     message = f": {state.message}" if state.message else ""
     return f"{what} waiting for admission in {where}{position}{reason}{message}"
+
+
+def kueue_version(api_group: Mapping[str, Any] | None) -> str:
+    """The version to speak to the cluster's Kueue, from its ``APIGroup`` (``GET /apis/kueue.x-k8s.io``):
+    the newest of :data:`KUEUE_VERSIONS` it serves. No Kueue (None, or no version we know): the newest, whose
+    requests then answer 404 as Kueue's absence always did."""
+    served = {
+        str(v.get("version")) for v in (api_group or {}).get("versions") or [] if isinstance(v, Mapping)
+    }
+    return next((v for v in KUEUE_VERSIONS if v in served), KUEUE_VERSIONS[0])

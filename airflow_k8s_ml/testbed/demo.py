@@ -142,14 +142,14 @@ def prepare_cluster(services: Services, queued: bool = False) -> None:
             core.replace_namespaced_secret("s3-credentials", NAMESPACE, secret, field_validation="Strict")
         if queued:
             queue = {
-                "apiVersion": "kueue.x-k8s.io/v1beta1",
+                "apiVersion": "kueue.x-k8s.io/v1beta2",
                 "kind": "LocalQueue",
                 "metadata": {"name": "user-queue"},
                 "spec": {"clusterQueue": "cluster-queue"},
             }
             try:
                 client.CustomObjectsApi(api).create_namespaced_custom_object(
-                    "kueue.x-k8s.io", "v1beta1", NAMESPACE, "localqueues", queue
+                    "kueue.x-k8s.io", "v1beta2", NAMESPACE, "localqueues", queue
                 )
             except ApiException as exc:
                 if exc.status != 409:

@@ -29,7 +29,7 @@ from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
-from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, KUEUE_API_VERSION, PositionAsked, queued_job_uid
+from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, PositionAsked, queued_job_uid
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.wait import Target, uid_of
 from airflow_k8s_ml.status.wait_report import (
@@ -52,8 +52,6 @@ if TYPE_CHECKING:
 
 __all__ = ["LogState", "Timings", "WaitSpec", "wait"]
 
-#: Kueue's Workload (``kueue.x-k8s.io/v1beta1``), watched for queued jobs.
-KUEUE_WORKLOAD = resource_for(KUEUE_API_VERSION, "Workload")
 #: The longest a wait waits for Kueue's visibility API to answer (its GET is retried like any other).
 POSITION_TIMEOUT = 5.0
 #: The wait's timings (heartbeat, refetch, log drain, longest relayed line, position refresh, unreachable
@@ -267,7 +265,9 @@ class Waiter:
         if uid is None:
             return None
         if self.queue_sub is None:
-            key = WatchKey(self.spec.kubernetes_conn_id, KUEUE_WORKLOAD, self.target.namespace, JOB_UID_LABEL)
+            # Kueue's Workload at the version this connection's cluster serves (asked once per connection).
+            workloads = resource_for(await self.kube.kueue_api_version(), "Workload")
+            key = WatchKey(self.spec.kubernetes_conn_id, workloads, self.target.namespace, JOB_UID_LABEL)
             self.queue_sub = await self.stack.enter_async_context(
                 get_registry().subscribe(key, uid, self.wake, kube=self.kube)
             )

@@ -188,14 +188,17 @@ class WorkloadLooker:
         """A queued job's Kueue Workloads (LIST by upstream's ``kueue.x-k8s.io/job-uid`` label); None when
         it is not queued, or Kueue is not installed (silently) or did not answer."""
         from airflow_k8s_ml.errors import ApiError
-        from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, KUEUE_API_VERSION, queued_job_uid
+        from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, queued_job_uid
 
         uid = queued_job_uid(obj)
         if uid is None or self.kueue_absent:
             return None
         try:
             return self.client.list(
-                KUEUE_API_VERSION, "Workload", self.record.namespace, label_selector=f"{JOB_UID_LABEL}={uid}"
+                self.client.kueue_api_version(),
+                "Workload",
+                self.record.namespace,
+                label_selector=f"{JOB_UID_LABEL}={uid}",
             )
         except ApiError as exc:
             self.kueue_absent = exc.status in (403, 404)

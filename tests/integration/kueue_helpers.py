@@ -8,7 +8,7 @@ from typing import Any
 
 from kubernetes import client
 
-GROUP, VERSION = "kueue.x-k8s.io", "v1beta1"
+GROUP, VERSION = "kueue.x-k8s.io", "v1beta2"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 GPU = "nvidia.com/gpu"
 Obj = dict[str, Any]
@@ -22,19 +22,20 @@ def make_queues(
     flavor: str = "default-flavor",
     strategy: str = "BestEffortFIFO",
     preemption: str = "Never",
+    version: str = VERSION,
 ) -> tuple[str, str]:
     """A ClusterQueue of ``gpus`` nvidia.com/gpu (plus ample cpu and memory) for every namespace, and a
     LocalQueue ``user-queue`` in ``namespace``; returns (cluster queue, local queue) names."""
-    if not _exists(custom, "resourceflavors", flavor):
+    if not _exists(custom, "resourceflavors", flavor, version):
         custom.create_cluster_custom_object(
             GROUP,
-            VERSION,
+            version,
             "resourceflavors",
-            {"apiVersion": f"{GROUP}/{VERSION}", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
+            {"apiVersion": f"{GROUP}/{version}", "kind": "ResourceFlavor", "metadata": {"name": flavor}},
         )
     cq = f"cq-{uuid.uuid4().hex[:8]}"
     body = {
-        "apiVersion": f"{GROUP}/{VERSION}",
+        "apiVersion": f"{GROUP}/{version}",
         "kind": "ClusterQueue",
         "metadata": {"name": cq},
         "spec": {
@@ -58,28 +59,28 @@ def make_queues(
             ],
         },
     }
-    custom.create_cluster_custom_object(GROUP, VERSION, "clusterqueues", body)
+    custom.create_cluster_custom_object(GROUP, version, "clusterqueues", body)
     lq = {
-        "apiVersion": f"{GROUP}/{VERSION}",
+        "apiVersion": f"{GROUP}/{version}",
         "kind": "LocalQueue",
         "metadata": {"name": "user-queue"},
         "spec": {"clusterQueue": cq},
     }
-    custom.create_namespaced_custom_object(GROUP, VERSION, namespace, "localqueues", lq)
+    custom.create_namespaced_custom_object(GROUP, version, namespace, "localqueues", lq)
     return cq, "user-queue"
 
 
-def set_gpu_quota(custom: client.CustomObjectsApi, cq: str, gpus: int) -> None:
-    current = custom.get_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq)
+def set_gpu_quota(custom: client.CustomObjectsApi, cq: str, gpus: int, version: str = VERSION) -> None:
+    current = custom.get_cluster_custom_object(GROUP, version, "clusterqueues", cq)
     for resource in current["spec"]["resourceGroups"][0]["flavors"][0]["resources"]:
         if resource["name"] == GPU:
             resource["nominalQuota"] = gpus
-    custom.replace_cluster_custom_object(GROUP, VERSION, "clusterqueues", cq, current)
+    custom.replace_cluster_custom_object(GROUP, version, "clusterqueues", cq, current)
 
 
-def _exists(custom: client.CustomObjectsApi, plural: str, name: str) -> bool:
+def _exists(custom: client.CustomObjectsApi, plural: str, name: str, version: str = VERSION) -> bool:
     try:
-        custom.get_cluster_custom_object(GROUP, VERSION, plural, name)
+        custom.get_cluster_custom_object(GROUP, version, plural, name)
         return True
     except client.ApiException as exc:
         if exc.status == 404:
@@ -87,9 +88,11 @@ def _exists(custom: client.CustomObjectsApi, plural: str, name: str) -> bool:
         raise
 
 
-def workload_of(custom: client.CustomObjectsApi, namespace: str, kind: str, name: str) -> Obj:
+def workload_of(
+    custom: client.CustomObjectsApi, namespace: str, kind: str, name: str, version: str = VERSION
+) -> Obj:
     """The Workload whose controller is the ``kind`` object ``name`` (empty until it exists)."""
-    items = custom.list_namespaced_custom_object(GROUP, VERSION, namespace, "workloads")["items"]
+    items = custom.list_namespaced_custom_object(GROUP, version, namespace, "workloads")["items"]
     for wl in items:
         for ref in wl["metadata"].get("ownerReferences") or []:
             if ref.get("controller") and ref.get("kind") == kind and ref.get("name") == name:

@@ -207,7 +207,11 @@ def test_higher_priority_workload_preempts_lower_one(
     low_pod = _pods(core, namespace, "job-name=low")[0].metadata.name
     low_job_version = batch.read_namespaced_job("low", namespace).metadata.resource_version
     assert low_wl and low_wl["spec"]["priority"] == 10
-    assert low_wl["spec"]["priorityClassSource"] == "kueue.x-k8s.io/workloadpriorityclass"
+    assert low_wl["spec"]["priorityClassRef"] == {
+        "group": "kueue.x-k8s.io",
+        "kind": "WorkloadPriorityClass",
+        "name": low_class,
+    }
 
     batch.create_namespaced_job(
         namespace,

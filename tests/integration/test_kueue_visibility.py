@@ -21,7 +21,7 @@ from .test_kubectl import kubectl
 from .test_kueue_cluster import _wait_file, gpu_job
 
 Obj = dict[str, Any]
-VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta1"
+VISIBILITY = "/apis/visibility.kueue.x-k8s.io/v1beta2"
 
 
 #: The Kueue cluster tests' cluster: its node advertises 4 fake GPUs.
@@ -71,7 +71,7 @@ def test_pending_workloads_in_admission_order(
 
     in_lq = get_raw(api_client, f"{VISIBILITY}/namespaces/{namespace}/localqueues/{lq}/pendingworkloads")
     assert in_lq["kind"] == "PendingWorkloadsSummary"
-    assert in_lq["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta1"
+    assert in_lq["apiVersion"] == "visibility.kueue.x-k8s.io/v1beta2"
     assert _names(in_lq) == [waiting["b-second"]["metadata"]["name"], waiting["c-third"]["metadata"]["name"]]
     second, third = in_lq["items"]
     assert (second["positionInLocalQueue"], second["positionInClusterQueue"]) == (0, 0)
@@ -145,7 +145,7 @@ def test_kubectl_get_raw_and_api_resources(
     )
     assert json.loads(raw.stdout) == {
         "kind": "PendingWorkloadsSummary",
-        "apiVersion": "visibility.kueue.x-k8s.io/v1beta1",
+        "apiVersion": "visibility.kueue.x-k8s.io/v1beta2",
         "metadata": {"creationTimestamp": None},
         "items": [],
     }

@@ -273,13 +273,13 @@ def test_cluster_queue_enums_and_local_queue_immutability_as_the_crds() -> None:
 def test_strict_field_validation_knows_the_kueue_fields() -> None:
     queue = cq(1)
     queue["spec"]["resourceGroups"][0]["flavors"][0]["resources"][0]["nominalQuotta"] = "1"
-    assert unknown_fields(queue, schema_for("kueue.x-k8s.io/v1beta1", "ClusterQueue")) == [
+    assert unknown_fields(queue, schema_for("kueue.x-k8s.io/v1beta2", "ClusterQueue")) == [
         "spec.resourceGroups[0].flavors[0].resources[0].nominalQuotta"
     ]
     workload = wl("a", ("main", 1, pod()))
-    assert unknown_fields(workload, schema_for("kueue.x-k8s.io/v1beta1", "Workload")) == []
+    assert unknown_fields(workload, schema_for("kueue.x-k8s.io/v1beta2", "Workload")) == []
     priority_class = {"metadata": {"name": "p"}, "value": 10, "descripton": "x"}
-    assert unknown_fields(priority_class, schema_for("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")) == [
+    assert unknown_fields(priority_class, schema_for("kueue.x-k8s.io/v1beta2", "WorkloadPriorityClass")) == [
         "descripton"
     ]
 

@@ -26,7 +26,7 @@ from .journal import Journal
 from .meta import new_uid
 from .metrics import Metrics
 from .node_reboot import reboot_node
-from .resources import NAMESPACES, ResourceType, lookup
+from .resources import NAMESPACES, ResourceType, lookup, unserved_versions
 from .responses import json_response
 from .security import ensure_loopback, ensure_tls, kubeconfig, server_ssl_context, write_kubeconfig
 from .server import ApiServer
@@ -67,6 +67,7 @@ class LocalCluster:
         self.converters: dict[tuple[str, str], Converter] = {}
         self.subresources: dict[tuple[tuple[str, str], str], SubresourceHandler] = {}
         self.admin_actions: dict[str, AdminAction] = {}
+        self.unserved = unserved_versions(self.settings.kueue_v1beta2)
         self.controllers: list[Controller] = []
         self.url = ""
         self.kubeconfig_path = self.settings.state_dir / "kubeconfig"

@@ -1,6 +1,8 @@
 """Stateless discovery documents: /version, /api, /apis, resource lists and the minimal OpenAPI v3.
 
-Everything is derived from :mod:`resources`, so what discovery announces is exactly what is served.
+Everything is derived from :mod:`resources`, so what discovery announces is exactly what is served;
+``unserved`` names the (group, version) pairs this cluster's settings turn off (Kueue v1beta2 for a Kueue
+< 0.16 cluster).
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ import hashlib
 import json
 from typing import Any
 
-from .resources import PREFERRED_VERSIONS, RESOURCE_TYPES, ResourceType, group_versions, served_at
+from .resources import RESOURCE_TYPES, ResourceType, Unserved, group_versions, served_at
 
 KUBERNETES_VERSION = {"major": "1", "minor": "32"}
 
@@ -35,27 +37,27 @@ def core_versions(server_address: str) -> dict[str, Any]:
     }
 
 
-def group_list() -> dict[str, Any]:
+def group_list(unserved: Unserved = frozenset()) -> dict[str, Any]:
     groups = []
-    for group, versions in group_versions().items():
+    for group, versions in group_versions(unserved).items():
         version_entries = [{"groupVersion": f"{group}/{v}", "version": v} for v in versions]
-        preferred = PREFERRED_VERSIONS.get(group, versions[0])
+        preferred = versions[0]  # group_versions puts the preferred one first
         # The DynamicClient compares preferredVersion with versions[] entries as dicts: keep them identical.
         preferred_entry = next(e for e in version_entries if e["version"] == preferred)
         groups.append({"name": group, "versions": version_entries, "preferredVersion": dict(preferred_entry)})
     return {"kind": "APIGroupList", "apiVersion": "v1", "groups": groups}
 
 
-def api_group(group: str) -> dict[str, Any] | None:
-    for entry in group_list()["groups"]:
+def api_group(group: str, unserved: Unserved = frozenset()) -> dict[str, Any] | None:
+    for entry in group_list(unserved)["groups"]:
         if entry["name"] == group:
             return {"kind": "APIGroup", "apiVersion": "v1", **entry}
     return None
 
 
-def resource_list(group: str, version: str) -> dict[str, Any] | None:
+def resource_list(group: str, version: str, unserved: Unserved = frozenset()) -> dict[str, Any] | None:
     types = served_at(group, version)
-    if not types:
+    if not types or (group, version) in unserved:
         return None
     resources: list[dict[str, Any]] = []
     for rt in types:
@@ -120,19 +122,19 @@ def _gv_path(group: str, version: str) -> str:
     return f"api/{version}" if not group else f"apis/{group}/{version}"
 
 
-def _all_group_versions() -> list[tuple[str, str]]:
+def _all_group_versions(unserved: Unserved) -> list[tuple[str, str]]:
     seen: list[tuple[str, str]] = []
     for rt in RESOURCE_TYPES:
-        if (rt.group, rt.version) not in seen:
+        if (rt.group, rt.version) not in seen and (rt.group, rt.version) not in unserved:
             seen.append((rt.group, rt.version))
     return seen
 
 
-def openapi_document(group: str, version: str) -> dict[str, Any] | None:
+def openapi_document(group: str, version: str, unserved: Unserved = frozenset()) -> dict[str, Any] | None:
     """A group-version document with what kubectl looks for: per kind, a PATCH operation on the item path
     with ``x-kubernetes-group-version-kind`` and a ``fieldValidation`` parameter (so it sends Strict)."""
     types = served_at(group, version)
-    if not types:
+    if not types or (group, version) in unserved:
         return None
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
@@ -187,9 +189,9 @@ def _schema_name(rt: ResourceType) -> str:
     return f"io.k8s.api.{prefix}.{rt.version}.{rt.kind}"
 
 
-def openapi_index() -> dict[str, Any]:
+def openapi_index(unserved: Unserved = frozenset()) -> dict[str, Any]:
     paths = {}
-    for group, version in _all_group_versions():
+    for group, version in _all_group_versions(unserved):
         doc = openapi_document(group, version)
         digest = hashlib.sha512(json.dumps(doc, sort_keys=True).encode()).hexdigest()[:64].upper()
         gv = _gv_path(group, version)

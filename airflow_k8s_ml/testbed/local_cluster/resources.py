@@ -6,7 +6,7 @@ default garbage-collection policy) in one row means discovery cannot drift from 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
@@ -36,6 +36,9 @@ class ResourceType:
     virtual: bool = False
     # Discovery's singularName when it is not the kind's lower case (a virtual row's kind is its answer's).
     singular_name: str = ""
+    # A deprecated version's warning, sent with every answer to a request at it (a CRD version's
+    # ``deprecationWarning``, which the apiserver sends as a ``299`` Warning header).
+    deprecation_warning: str = ""
 
     @property
     def api_version(self) -> str:
@@ -53,6 +56,92 @@ class ResourceType:
     @property
     def qualified(self) -> str:
         return f"{self.plural}.{self.group}" if self.group else self.plural
+
+
+# Kueue (kubernetes-sigs/kueue config/components/crd): short names as the CRDs declare them. Since Kueue 0.16
+# v1beta2 is the storage version and v1beta1 is served deprecated, converted by Kueue's conversion webhook
+# (apis/kueue/v1beta1/*_conversion.go; here controllers/kueue/convert.py); ClusterSettings.kueue_v1beta2=False
+# serves v1beta1 alone, as Kueue < 0.16 did (server.py, discovery.py).
+KUEUE_GROUP = "kueue.x-k8s.io"
+KUEUE_VISIBILITY_GROUP = "visibility.kueue.x-k8s.io"
+KUEUE_STORAGE_VERSION = "v1beta2"
+#: The CRDs' ``deprecationWarning`` of v1beta1 (``+kubebuilder:deprecatedversion:warning``).
+KUEUE_V1BETA1_WARNING = "This version is deprecated. Use v1beta2 instead."
+_KUEUE_KINDS: tuple[ResourceType, ...] = (
+    ResourceType(
+        KUEUE_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "resourceflavors",
+        "ResourceFlavor",
+        namespaced=False,
+        short_names=("flavor", "flavors", "rf"),
+        subresources=(),
+        categories=(),
+    ),
+    ResourceType(
+        KUEUE_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "clusterqueues",
+        "ClusterQueue",
+        namespaced=False,
+        short_names=("cq",),
+        categories=(),
+    ),
+    ResourceType(
+        KUEUE_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "localqueues",
+        "LocalQueue",
+        short_names=("queue", "queues", "lq"),
+        categories=(),
+    ),
+    ResourceType(
+        KUEUE_GROUP, KUEUE_STORAGE_VERSION, "workloads", "Workload", short_names=("wl",), categories=()
+    ),
+    ResourceType(
+        KUEUE_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "workloadpriorityclasses",
+        "WorkloadPriorityClass",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+    ),
+    # Kueue's on-demand visibility API (apis/visibility/v1beta2 and v1beta1, the same types; feature
+    # VisibilityOnDemand): GET ``.../pendingworkloads`` only (controllers/kueue/visibility.py). As upstream's
+    # CqREST/LqREST: the kind is what their storage's New() returns, the singular name theirs, and no verbs.
+    ResourceType(
+        KUEUE_VISIBILITY_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "clusterqueues",
+        "PendingWorkloadsSummary",
+        namespaced=False,
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+        singular_name="clusterqueue",
+    ),
+    ResourceType(
+        KUEUE_VISIBILITY_GROUP,
+        KUEUE_STORAGE_VERSION,
+        "localqueues",
+        "PendingWorkloadsSummary",
+        subresources=("pendingworkloads",),
+        categories=(),
+        virtual=True,
+        singular_name="localqueue",
+    ),
+)
+
+
+def _kueue_v1beta1(rt: ResourceType) -> ResourceType:
+    """The v1beta1 row of a v1beta2 one, stored as v1beta2: the CRDs' v1beta1 warns, the visibility
+    API's does not."""
+    warning = KUEUE_V1BETA1_WARNING if rt.group == KUEUE_GROUP else ""
+    return replace(rt, version="v1beta1", storage_version=rt.version, deprecation_warning=warning)
+
+
+_KUEUE_ROWS: tuple[ResourceType, ...] = (*_KUEUE_KINDS, *(_kueue_v1beta1(rt) for rt in _KUEUE_KINDS))
 
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
@@ -147,68 +236,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
     ),
     ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", categories=()),
-    # Kueue (kubernetes-sigs/kueue config/components/crd): short names as the CRDs declare them.
-    ResourceType(
-        "kueue.x-k8s.io",
-        "v1beta1",
-        "resourceflavors",
-        "ResourceFlavor",
-        namespaced=False,
-        short_names=("flavor", "flavors", "rf"),
-        subresources=(),
-        categories=(),
-    ),
-    ResourceType(
-        "kueue.x-k8s.io",
-        "v1beta1",
-        "clusterqueues",
-        "ClusterQueue",
-        namespaced=False,
-        short_names=("cq",),
-        categories=(),
-    ),
-    ResourceType(
-        "kueue.x-k8s.io",
-        "v1beta1",
-        "localqueues",
-        "LocalQueue",
-        short_names=("queue", "queues", "lq"),
-        categories=(),
-    ),
-    ResourceType("kueue.x-k8s.io", "v1beta1", "workloads", "Workload", short_names=("wl",), categories=()),
-    # Kueue's on-demand visibility API (apis/visibility/v1beta1, feature VisibilityOnDemand): GET
-    # ``.../pendingworkloads`` only (controllers/kueue/visibility.py). As upstream's CqREST/LqREST: the
-    # kind is what their storage's New() returns, the singular name theirs, and no verbs.
-    ResourceType(
-        "visibility.kueue.x-k8s.io",
-        "v1beta1",
-        "clusterqueues",
-        "PendingWorkloadsSummary",
-        namespaced=False,
-        subresources=("pendingworkloads",),
-        categories=(),
-        virtual=True,
-        singular_name="clusterqueue",
-    ),
-    ResourceType(
-        "visibility.kueue.x-k8s.io",
-        "v1beta1",
-        "localqueues",
-        "PendingWorkloadsSummary",
-        subresources=("pendingworkloads",),
-        categories=(),
-        virtual=True,
-        singular_name="localqueue",
-    ),
-    ResourceType(
-        "kueue.x-k8s.io",
-        "v1beta1",
-        "workloadpriorityclasses",
-        "WorkloadPriorityClass",
-        namespaced=False,
-        subresources=(),
-        categories=(),
-    ),
+    *_KUEUE_ROWS,
 )
 
 # The kind namespaced objects live in: the store refuses a namespaced object whose namespace does not exist
@@ -226,8 +254,8 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "kubeflow.org": "v1",
     "trainer.kubeflow.org": "v1alpha1",
     "jobset.x-k8s.io": "v1alpha2",
-    "kueue.x-k8s.io": "v1beta1",
-    "visibility.kueue.x-k8s.io": "v1beta1",
+    "kueue.x-k8s.io": "v1beta2",
+    "visibility.kueue.x-k8s.io": "v1beta2",
 }
 
 
@@ -246,14 +274,36 @@ def by_kind(api_version: str, kind: str) -> ResourceType | None:
     return None
 
 
-def group_versions() -> dict[str, list[str]]:
+#: (group, version) pairs a cluster's settings leave out (answered 404 and absent from discovery).
+Unserved = frozenset[tuple[str, str]]
+
+
+def unserved_versions(kueue_v1beta2: bool) -> Unserved:
+    """What a cluster does not serve: Kueue's v1beta2 groups unless it plays a Kueue >= 0.16."""
+    if kueue_v1beta2:
+        return frozenset()
+    return frozenset({(KUEUE_GROUP, KUEUE_STORAGE_VERSION), (KUEUE_VISIBILITY_GROUP, KUEUE_STORAGE_VERSION)})
+
+
+def deprecation_warning(rt: ResourceType, unserved: Unserved) -> str:
+    """The warning a request at ``rt`` gets: none where the version it points to is not served (Kueue
+    < 0.16 did not deprecate v1beta1)."""
+    if not rt.deprecation_warning or (rt.group, rt.storage_version) in unserved:
+        return ""
+    return rt.deprecation_warning
+
+
+def group_versions(unserved: Unserved = frozenset()) -> dict[str, list[str]]:
     """Served versions per named group (core excluded), preferred version first."""
     result: dict[str, list[str]] = {}
     for rt in RESOURCE_TYPES:
+        if (rt.group, rt.version) in unserved:
+            continue
         if rt.group and rt.version not in result.setdefault(rt.group, []):
             result[rt.group].append(rt.version)
     for group, versions in result.items():
         preferred = PREFERRED_VERSIONS.get(group, versions[0])
+        preferred = preferred if preferred in versions else versions[0]
         versions.sort(key=lambda v: v != preferred)
     return result
 

@@ -381,6 +381,56 @@ CUSTOM_SCHEMAS[("kueue.x-k8s.io/v1beta1", "WorkloadPriorityClass")] = {
     "description": LEAF,
 }
 
+# kueue.x-k8s.io/v1beta2 (apis/kueue/v1beta2, the storage version since Kueue 0.16): v1beta1's fields with
+# upstream's renames and removals (controllers/kueue/convert.py says which).
+_V1B1 = "kueue.x-k8s.io/v1beta1"
+_V1B2 = "kueue.x-k8s.io/v1beta2"
+
+
+def _without(tree: dict[str, Schema], *drop: str, **add: Schema) -> dict[str, Schema]:
+    return {**{k: v for k, v in tree.items() if k not in drop}, **add}
+
+
+_CQ1 = CUSTOM_SCHEMAS[(_V1B1, "ClusterQueue")]
+_LQ1 = CUSTOM_SCHEMAS[(_V1B1, "LocalQueue")]
+_WL1 = CUSTOM_SCHEMAS[(_V1B1, "Workload")]
+assert isinstance(_CQ1, dict) and isinstance(_LQ1, dict) and isinstance(_WL1, dict)
+CUSTOM_SCHEMAS[(_V1B2, "ResourceFlavor")] = CUSTOM_SCHEMAS[(_V1B1, "ResourceFlavor")]
+CUSTOM_SCHEMAS[(_V1B2, "WorkloadPriorityClass")] = CUSTOM_SCHEMAS[(_V1B1, "WorkloadPriorityClass")]
+CUSTOM_SCHEMAS[(_V1B2, "ClusterQueue")] = {
+    **_CQ1,
+    "spec": _without(
+        _CQ1["spec"],
+        "cohort",
+        "admissionChecks",
+        cohortName=LEAF,
+        admissionChecksStrategy={"admissionChecks": ("list", {"name": LEAF, "onFlavors": LEAF})},
+        concurrentAdmissionPolicy=LEAF,
+    ),
+    "status": _without(_CQ1["status"], "pendingWorkloadsStatus"),
+}
+CUSTOM_SCHEMAS[(_V1B2, "LocalQueue")] = {
+    **_LQ1,
+    "status": _without(_LQ1["status"], "flavorUsage", "flavors", flavorsUsage=_FLAVOR_USAGE),
+}
+CUSTOM_SCHEMAS[(_V1B2, "Workload")] = {
+    **_WL1,
+    "spec": _without(
+        _WL1["spec"],
+        "priorityClassName",
+        "priorityClassSource",
+        priorityClassRef={"group": LEAF, "kind": LEAF, "name": LEAF},
+        preemptionGates=LEAF,
+    ),
+    "status": _without(
+        _WL1["status"], accumulatedPastExecutionTimeSeconds=LEAF, preemptionGates=LEAF, schedulingStats=LEAF
+    ),
+}
+CUSTOM_SCHEMAS[(_V1B1, "Workload")] = {
+    **_WL1,
+    "status": _without(_WL1["status"], accumulatedPastExexcutionTimeSeconds=LEAF, schedulingStats=LEAF),
+}
+
 
 @functools.cache
 def _model_fields(model_name: str) -> dict[str, Schema] | None:

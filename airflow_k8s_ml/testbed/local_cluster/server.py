@@ -35,7 +35,7 @@ from .decoding import (
 from .faults import Faults
 from .metrics import Metrics
 from .patch import apply_patch
-from .resources import ResourceType
+from .resources import ResourceType, Unserved, deprecation_warning
 from .responses import JSON, json_response, status_response
 from .selectors import parse_field_selector, supported_fields
 from .services import SubresourceHandler
@@ -82,6 +82,8 @@ class ServedCluster(Protocol):
     metrics: Metrics
     faults: Faults
     subresources: dict[tuple[tuple[str, str], str], SubresourceHandler]
+    #: (group, version) pairs the settings turn off: 404 and absent from discovery.
+    unserved: Unserved
 
     def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj: ...
 
@@ -125,7 +127,18 @@ class ApiServer:
             middlewares=[self._metrics_mw, self._auth_mw, self._errors_mw], client_max_size=MAX_REQUEST_BYTES
         )
         app.router.add_route("*", "/{tail:.*}", self.dispatch)
+        app.on_response_prepare.append(self._deprecation_warning)
         return app
+
+    async def _deprecation_warning(self, request: web.Request, response: web.StreamResponse) -> None:
+        """Every answer at a deprecated version carries its warning, as the apiserver adds a deprecated CRD
+        version's ``deprecationWarning`` to each request's warnings (kubectl prints them)."""
+        target = routing.parse(request.path)
+        if not isinstance(target, routing.Target) or target.rt is None:
+            return
+        warning = deprecation_warning(target.rt, self.cluster.unserved)
+        if warning:
+            response.headers.add("Warning", f'299 - "{warning}"')
 
     # -- middlewares -------------------------------------------------------------------------------
     @web.middleware
@@ -189,11 +202,15 @@ class ApiServer:
                 return await handler(request, path[len(prefix) :])
         target = routing.parse(request.path)
         if isinstance(target, routing.GroupVersion):
-            doc = discovery.resource_list(target.group, target.version)
+            doc = discovery.resource_list(target.group, target.version, self.cluster.unserved)
             if doc is None:
                 raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return json_response(doc)
-        if target is None or target.rt is None:
+        if target is None and path.startswith("/apis/") and path.count("/") == 2:
+            group_doc = discovery.api_group(path[len("/apis/") :], self.cluster.unserved)
+            if group_doc is not None:
+                return json_response(group_doc)
+        if target is None or target.rt is None or (target.group, target.version) in self.cluster.unserved:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         return await self._resource(request, target)
 
@@ -204,8 +221,8 @@ class ApiServer:
         return {
             "/version": lambda r: _ok(discovery.version_info()),
             "/api": lambda r: _ok(discovery.core_versions(f"{r.host}")),
-            "/apis": lambda r: _ok(discovery.group_list()),
-            "/openapi/v3": lambda r: _ok(discovery.openapi_index()),
+            "/apis": lambda r: _ok(discovery.group_list(self.cluster.unserved)),
+            "/openapi/v3": lambda r: _ok(discovery.openapi_index(self.cluster.unserved)),
             "/healthz": lambda r: text("ok"),
             "/readyz": lambda r: text("ok"),
             "/livez": lambda r: text("ok"),
@@ -217,7 +234,7 @@ class ApiServer:
         if parts[0] == "api" and len(parts) == 2:
             doc = discovery.openapi_document("", parts[1])
         elif parts[0] == "apis" and len(parts) == 3:
-            doc = discovery.openapi_document(parts[1], parts[2])
+            doc = discovery.openapi_document(parts[1], parts[2], self.cluster.unserved)
         else:
             doc = None
         if doc is None:

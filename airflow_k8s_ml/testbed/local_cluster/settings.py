@@ -85,6 +85,10 @@ class ClusterSettings:
     deny_host_path: bool = False
     # Kueue: the default ResourceFlavor/ClusterQueue/LocalQueue to create at start (None: none).
     queue_quota: QueueQuota | None = None
+    # Kueue's API versions: True serves kueue.x-k8s.io and visibility.kueue.x-k8s.io v1beta2 (the storage
+    # version since Kueue 0.16) and v1beta1 deprecated, with its warning; False plays a Kueue < 0.16: v1beta1
+    # alone, undeprecated (objects are still kept as v1beta2 inside, which no client can see).
+    kueue_v1beta2: bool = True
     # Clock for controllers (CronJob schedules, TTLs); tests inject a fake one.
     clock: Clock = field(default_factory=lambda: Clock())
 

@@ -139,6 +139,11 @@ def _condition_status(type_: str) -> Callable[[Obj], str]:
     return cell
 
 
+def _cohort(spec: dict[str, Any]) -> Any:
+    """``.spec.cohortName`` (v1beta2) or ``.spec.cohort`` (v1beta1)."""
+    return spec.get("cohortName", spec.get("cohort"))
+
+
 def _json_scalar(value: Any) -> str:
     """A JSONPath cell of a scalar as kubectl prints it (booleans lower-case, missing empty)."""
     if value is None:
@@ -383,10 +388,11 @@ COLUMNS: dict[str, list[Column]] = {
         Column("Suspended", "string", lambda o: _json_scalar(o.get("spec", {}).get("suspend"))),
         _AGE,
     ],
-    # Kueue's CRD printer columns (apis/kueue/v1beta1 kubebuilder:printcolumn); with them no Age is added.
+    # Kueue's CRD printer columns (apis/kueue/v1beta2 kubebuilder:printcolumn, v1beta1's the same on its
+    # field names); with them no Age is added.
     "ClusterQueue": [
         _NAME,
-        Column("Cohort", "string", lambda o: _json_scalar(o.get("spec", {}).get("cohort"))),
+        Column("Cohort", "string", lambda o: _json_scalar(_cohort(o.get("spec", {})))),
         Column("Strategy", "string", lambda o: _json_scalar(o.get("spec", {}).get("queueingStrategy")), 1),
         Column("Pending Workloads", "integer", lambda o: o.get("status", {}).get("pendingWorkloads")),
         Column("Admitted Workloads", "integer", lambda o: o.get("status", {}).get("admittedWorkloads"), 1),

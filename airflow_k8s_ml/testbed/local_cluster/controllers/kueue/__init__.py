@@ -1,1 +1,2 @@
-"""kueue.x-k8s.io/v1beta1 served natively: queues, quota, Workloads and admission of queued jobs."""
+"""kueue.x-k8s.io served natively (v1beta2 stored, v1beta1 converted): queues, quota, Workloads and admission
+of queued jobs."""

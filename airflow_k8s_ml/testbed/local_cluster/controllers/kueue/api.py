@@ -1,5 +1,6 @@
-"""Names, labels, condition types and reasons of kueue.x-k8s.io/v1beta1 (kubernetes-sigs/kueue
-apis/kueue/v1beta1 and pkg/controller/constants), in one place so messages cannot drift between modules."""
+"""Names, labels, condition types and reasons of kueue.x-k8s.io (kubernetes-sigs/kueue apis/kueue/v1beta2,
+the storage version the controllers work on, and pkg/controller/constants), in one place so messages cannot
+drift between modules. v1beta1 is served too, converted (convert.py)."""
 
 from __future__ import annotations
 
@@ -10,14 +11,19 @@ from ..owned import served
 Obj = dict[str, Any]
 
 GROUP = "kueue.x-k8s.io"
-VERSION = "v1beta1"
+VERSION = "v1beta2"
+V1BETA1 = "v1beta1"
 API_VERSION = f"{GROUP}/{VERSION}"
 CONTROLLER_NAME = "kueue-admission"
 
 QUEUE_NAME_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_CLASS_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+#: v1beta1's ``spec.priorityClassSource`` values; v1beta2 says ``spec.priorityClassRef`` {group, kind, name}.
 WORKLOAD_PRIORITY_CLASS_SOURCE = "kueue.x-k8s.io/workloadpriorityclass"
+POD_PRIORITY_CLASS_SOURCE = "scheduling.k8s.io/priorityclass"
+WORKLOAD_PRIORITY_CLASS_REF = {"group": GROUP, "kind": "WorkloadPriorityClass"}
+POD_PRIORITY_CLASS_REF = {"group": "scheduling.k8s.io", "kind": "PriorityClass"}
 
 RESOURCE_FLAVORS = served(GROUP, VERSION, "resourceflavors")
 CLUSTER_QUEUES = served(GROUP, VERSION, "clusterqueues")
@@ -25,9 +31,9 @@ LOCAL_QUEUES = served(GROUP, VERSION, "localqueues")
 WORKLOADS = served(GROUP, VERSION, "workloads")
 PRIORITY_CLASSES = served(GROUP, VERSION, "workloadpriorityclasses")
 
-# The on-demand visibility API (apis/visibility/v1beta1): paths to ``pendingworkloads`` only.
+# The on-demand visibility API (apis/visibility/v1beta2, and v1beta1 at the same paths): paths to
+# ``pendingworkloads`` only.
 VISIBILITY_GROUP = f"visibility.{GROUP}"
-VISIBILITY_API_VERSION = f"{VISIBILITY_GROUP}/{VERSION}"
 VISIBILITY_CLUSTER_QUEUES = served(VISIBILITY_GROUP, VERSION, "clusterqueues")
 VISIBILITY_LOCAL_QUEUES = served(VISIBILITY_GROUP, VERSION, "localqueues")
 PENDING_WORKLOADS = "pendingworkloads"

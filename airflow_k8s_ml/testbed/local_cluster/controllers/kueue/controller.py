@@ -20,11 +20,14 @@ from ..owned import delete_if_present, served, write_status
 from .api import (
     CLUSTER_QUEUES,
     CONTROLLER_NAME,
+    GROUP,
     LOCAL_QUEUES,
     PRIORITY_CLASSES,
     RESOURCE_FLAVORS,
+    VERSION,
     WORKLOADS,
 )
+from .convert import convert
 from .defaults import default_objects
 from .integrations import (
     INTEGRATIONS,
@@ -71,6 +74,8 @@ class KueueController(Controller):
             self.cluster.register_admission(integration.rt, suspend_queued(integration))
         self.cluster.register_admission(CLUSTER_QUEUES, default_cluster_queue)
         self.cluster.register_admission(LOCAL_QUEUES, validate_local_queue)
+        for rt in (RESOURCE_FLAVORS, CLUSTER_QUEUES, LOCAL_QUEUES, WORKLOADS, PRIORITY_CLASSES):
+            self.cluster.register_converter(rt, convert)  # v1beta1 <-> v1beta2 (storage)
         register_visibility(self.cluster)
 
     async def start(self) -> None:
@@ -82,7 +87,7 @@ class KueueController(Controller):
         if self.settings.queue_quota is None:
             return
         for plural, obj in default_objects(self.settings.queue_quota):
-            rt = served("kueue.x-k8s.io", "v1beta1", plural)
+            rt = served(GROUP, VERSION, plural)
             meta = obj["metadata"]
             if self.store.find(rt, meta.get("namespace", ""), meta["name"]) is None:
                 self.store.create(rt, self.cluster.admit(rt, obj, None))

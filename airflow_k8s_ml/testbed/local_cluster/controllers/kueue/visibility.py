@@ -1,9 +1,11 @@
-"""Kueue's on-demand visibility API (``visibility.kueue.x-k8s.io/v1beta1``, feature VisibilityOnDemand):
+"""Kueue's on-demand visibility API (``visibility.kueue.x-k8s.io/v1beta2`` and ``v1beta1``, the same types;
+feature VisibilityOnDemand):
 ``GET .../clusterqueues/{name}/pendingworkloads`` and ``.../namespaces/{ns}/localqueues/{name}/
 pendingworkloads`` answer a ``PendingWorkloadsSummary``.
 
 Why: a Workload never says where it stands in its queue; only this API does (upstream's
-``pkg/visibility/api/v1beta1``), and the operators' waits read it to log a queued job's position.
+``pkg/visibility/api/v1beta2`` and ``v1beta1``), and the operators' waits read it to log a queued job's
+position.
 The positions come from :func:`.scheduling.queue_order`, the order the local scheduler admits in, so
 what is shown cannot drift from what happens. Pending, as upstream's ``PendingWorkloadsInfo``: the
 ClusterQueue's live workloads without quota reserved, inadmissible ones included.
@@ -23,7 +25,7 @@ from .api import (
     DEFAULT_PENDING_LIMIT,
     LOCAL_QUEUES,
     PENDING_WORKLOADS,
-    VISIBILITY_API_VERSION,
+    VERSION,
     VISIBILITY_CLUSTER_QUEUES,
     VISIBILITY_GROUP,
     VISIBILITY_LOCAL_QUEUES,
@@ -80,16 +82,17 @@ def pending_item(wl: Obj, in_local_queue: int, in_cluster_queue: int) -> Obj:
     }
 
 
-def summary(items: list[Obj]) -> Obj:
+def summary(items: list[Obj], version: str = VERSION) -> Obj:
+    """The answer at the version the request asked (both versions' types are the same)."""
     return {
         "kind": "PendingWorkloadsSummary",
-        "apiVersion": VISIBILITY_API_VERSION,
+        "apiVersion": f"{VISIBILITY_GROUP}/{version}",
         "metadata": {"creationTimestamp": None},
         "items": items,
     }
 
 
-def cluster_queue_summary(pending: list[Obj], offset: int, limit: int) -> Obj:
+def cluster_queue_summary(pending: list[Obj], offset: int, limit: int, version: str = VERSION) -> Obj:
     """``pendingWorkloadsInCqREST.Get``: items ``offset`` to ``offset + limit`` of the queue's order; each
     position in its LocalQueue counted over the whole order up to it."""
     counts: dict[tuple[str, str], int] = {}
@@ -100,10 +103,12 @@ def cluster_queue_summary(pending: list[Obj], offset: int, limit: int) -> Obj:
         counts[queue] = in_local_queue + 1
         if index >= offset:
             items.append(pending_item(wl, in_local_queue, index))
-    return summary(items)
+    return summary(items, version)
 
 
-def local_queue_summary(pending: list[Obj], namespace: str, name: str, offset: int, limit: int) -> Obj:
+def local_queue_summary(
+    pending: list[Obj], namespace: str, name: str, offset: int, limit: int, version: str = VERSION
+) -> Obj:
     """``pendingWorkloadsInLqREST.Get``: the LocalQueue's own workloads, positions in both queues."""
     items: list[Obj] = []
     skipped = 0
@@ -116,7 +121,7 @@ def local_queue_summary(pending: list[Obj], namespace: str, name: str, offset: i
             skipped += 1
             continue
         items.append(pending_item(wl, len(items) + offset, index))
-    return summary(items)
+    return summary(items, version)
 
 
 def _int_option(request: web.Request, name: str, default: int) -> int:
@@ -147,7 +152,7 @@ def register_visibility(cluster: ClusterServices) -> None:
         if store.find(CLUSTER_QUEUES, "", name) is None:
             raise errors.not_found(VISIBILITY_GROUP, "clusterqueue", name)
         pending = pending_workloads(name, store.iter(LOCAL_QUEUES), store.iter(WORKLOADS))
-        return json_response(cluster_queue_summary(pending, offset, limit))
+        return json_response(cluster_queue_summary(pending, offset, limit, target.version))
 
     async def in_local_queue(request: web.Request, target: routing.Target) -> web.StreamResponse:
         offset, limit = options(request)
@@ -157,7 +162,7 @@ def register_visibility(cluster: ClusterServices) -> None:
             raise errors.not_found(VISIBILITY_GROUP, "localqueue", name)
         cluster_queue = str((lq.get("spec") or {}).get("clusterQueue", ""))
         pending = pending_workloads(cluster_queue, store.iter(LOCAL_QUEUES), store.iter(WORKLOADS))
-        return json_response(local_queue_summary(pending, namespace, name, offset, limit))
+        return json_response(local_queue_summary(pending, namespace, name, offset, limit, target.version))
 
     cluster.register_subresource(VISIBILITY_CLUSTER_QUEUES, PENDING_WORKLOADS, in_cluster_queue)
     cluster.register_subresource(VISIBILITY_LOCAL_QUEUES, PENDING_WORKLOADS, in_local_queue)

@@ -37,8 +37,9 @@ def _unsupported(field: str, value: object, allowed: tuple[str, ...]) -> tuple[s
 
 
 def default_cluster_queue(obj: Obj, old: Obj | None) -> Obj:
-    """The CRD's defaults (BestEffortFIFO, no preemption, ``Borrow``/``TryNextFlavor`` fungibility), then
-    its enum checks as 422 Invalid."""
+    """The v1beta2 CRD's defaults (BestEffortFIFO, no preemption, ``MayStopSearch``/``TryNextFlavor``
+    fungibility), then its enum checks as 422 Invalid. Runs on the stored (v1beta2) form: a v1beta1
+    ``Borrow`` arrives converted to ``MayStopSearch``."""
     spec = obj.setdefault("spec", {})
     spec.setdefault("queueingStrategy", BEST_EFFORT_FIFO)
     spec.setdefault("stopPolicy", "None")
@@ -46,7 +47,7 @@ def default_cluster_queue(obj: Obj, old: Obj | None) -> Obj:
     preemption.setdefault("withinClusterQueue", "Never")
     preemption.setdefault("reclaimWithinCohort", "Never")
     fungibility = spec.setdefault("flavorFungibility", {})
-    fungibility.setdefault("whenCanBorrow", "Borrow")
+    fungibility.setdefault("whenCanBorrow", "MayStopSearch")
     fungibility.setdefault("whenCanPreempt", "TryNextFlavor")
     problems = []
     for path, allowed in _ENUMS:

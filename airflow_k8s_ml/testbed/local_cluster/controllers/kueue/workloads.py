@@ -25,7 +25,7 @@ from .api import (
     REASON_PODS_READY,
     REASON_WAIT_FOR_START,
     REQUEUED,
-    WORKLOAD_PRIORITY_CLASS_SOURCE,
+    WORKLOAD_PRIORITY_CLASS_REF,
 )
 from .integrations import Integration
 
@@ -59,8 +59,7 @@ def new_workload(
     priority_class = labels.get(PRIORITY_CLASS_LABEL)
     if priority_class and priority_class in priority_classes:
         spec.update(
-            priorityClassName=priority_class,
-            priorityClassSource=WORKLOAD_PRIORITY_CLASS_SOURCE,
+            priorityClassRef={**WORKLOAD_PRIORITY_CLASS_REF, "name": priority_class},
             priority=priority_classes[priority_class],
         )
     else:
