@@ -130,11 +130,12 @@ def test_the_waits_read_their_timings_from_the_config(tmp_path: Path) -> None:
     options = {
         "trigger_heartbeat_seconds": "7",
         "log_relay_max_line": "80",
+        "log_relay_lines_per_second": "50",
         "kueue_position_seconds": "3",
         "api_unreachable_timeout": "-1",
         "still_waiting_seconds": "90",
         "fail_fast_stuck": "False",
     }
-    configured = "(7.0, 5.0, 10.0, 80, 3.0, 900.0, 90.0, False, 120.0)"
-    expected = f"{configured} (60.0, 5.0, 10.0, 500, 30.0, 900.0, 300.0, True, 120.0)"
+    configured = "(7.0, 5.0, 10.0, 80, 50.0, 3.0, 900.0, 90.0, False, 120.0)"
+    expected = f"{configured} (60.0, 5.0, 10.0, 500, 200.0, 30.0, 900.0, 300.0, True, 120.0)"
     assert _last_line_in_airflow(tmp_path, code, options) == expected

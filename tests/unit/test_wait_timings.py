@@ -49,4 +49,4 @@ def test_both_waits_accept_and_refuse_the_same_values(
 
 def test_unset_options_read_as_their_declared_defaults() -> None:
     assert trigger_timings() == worker_timings() == WaitTimings()
-    assert WaitTimings() == (60.0, 5.0, 10.0, 500, 30.0, 900.0, 300.0, True, 120.0)
+    assert WaitTimings() == (60.0, 5.0, 10.0, 500, 200.0, 30.0, 900.0, 300.0, True, 120.0)
