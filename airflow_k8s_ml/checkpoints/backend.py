@@ -81,17 +81,3 @@ class Backend(Protocol):
     def discard(self, folder: str, commit_id: str) -> None:
         """Best-effort removal of a commit's staged files after a failure or a lost race."""
         ...
-
-
-def open_backend(uri: str, s3_client: object | None = None, field: str = "uri") -> Backend:
-    """A backend for ``uri``. For ``s3://`` without a client, build one from the environment (pod side)."""
-    from airflow_k8s_ml.checkpoints.uri import parse_uri
-
-    location = parse_uri(uri, field)
-    if location.scheme == "file":
-        from airflow_k8s_ml.checkpoints.file_backend import FileBackend
-
-        return FileBackend(location)
-    from airflow_k8s_ml.checkpoints.s3_backend import S3Backend, env_s3_client
-
-    return S3Backend(location, s3_client if s3_client is not None else env_s3_client())

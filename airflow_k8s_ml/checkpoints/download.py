@@ -10,7 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
-from airflow_k8s_ml.checkpoints.backend import open_backend
+from airflow_k8s_ml.checkpoints.backends import open_backend
 from airflow_k8s_ml.checkpoints.integrity import content_problem
 from airflow_k8s_ml.checkpoints.manifest import MANIFEST_NAME, Manifest, ManifestFile, parse_step_folder
 from airflow_k8s_ml.checkpoints.uri import parse_uri

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any, TypeVar
 
-from airflow_k8s_ml.checkpoints.backend import Backend, ContentRefused, open_backend
+from airflow_k8s_ml.checkpoints.backend import Backend, ContentRefused
+from airflow_k8s_ml.checkpoints.backends import open_backend
 from airflow_k8s_ml.checkpoints.integrity import (
     VerifyMode,
     check_mode,

@@ -14,7 +14,8 @@ from collections.abc import Mapping
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from airflow_k8s_ml.checkpoints.backend import Backend, Source, open_backend
+from airflow_k8s_ml.checkpoints.backend import Backend, Source
+from airflow_k8s_ml.checkpoints.backends import open_backend
 from airflow_k8s_ml.checkpoints.manifest import (
     MANIFEST_NAME,
     MAX_MANIFEST_BYTES,
