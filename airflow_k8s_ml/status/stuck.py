@@ -15,7 +15,8 @@ Warning events.
 | ``InvalidImageName`` | the container's waiting state | no: the name never parses |
 | ``CreateContainerConfigError`` | runAsNonRoot refused for the image | no: the image's user is fixed |
 | ``CreateContainerConfigError`` | a Secret/ConfigMap (or key) not found | no, after a grace period |
-| ``FailedMount`` | the pod's Warning events | yes: e.g. a volume still attaching |
+| ``FailedMount`` | a Secret/ConfigMap volume source not found (Warning events) | no, after a grace period |
+| ``FailedMount`` | any other mount failure (Warning events) | yes: e.g. a volume still attaching |
 | ``CrashLoopBackOff`` | the container's waiting state: restarts, last exit | no budget: it runs, then fails |
 
 A missing Secret or ConfigMap is given a grace period because it is routinely created a moment after the
@@ -175,7 +176,18 @@ def _mount_failures(pod: Mapping[str, Any], events: Iterable[Mapping[str, Any]])
     ]
     if not mine or not uid:
         return None
-    return Stuck(pod_name(pod), "mount", f"FailedMount: {str(mine[-1].get('message') or '').strip()}")
+    message = str(mine[-1].get("message") or "").strip()
+    return Stuck(pod_name(pod), "mount", f"FailedMount: {message}", _mount_permanence(message))
+
+
+def _mount_permanence(message: str) -> str | None:
+    """A Secret or ConfigMap volume whose source does not exist (the kubelet's ``MountVolume.SetUp failed
+    for volume "v" : secret "x" not found``) heals only if someone creates it: the grace period applies, as
+    for the same object missing from the environment. Any other mount failure may heal by waiting."""
+    missing = message.endswith(" not found") and any(
+        f'{kind} "' in message for kind in ("secret", "configmap", "configMap")
+    )
+    return PERMANENT_AFTER_GRACE if missing else None
 
 
 def stuck_causes(pod: Mapping[str, Any], events: Sequence[Mapping[str, Any]] = ()) -> list[Stuck]:

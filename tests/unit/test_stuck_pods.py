@@ -84,6 +84,9 @@ def test_a_volume_that_cannot_be_mounted_is_read_from_the_pods_events() -> None:
     assert stuck_causes(CREATING) == []
     [cause] = stuck_causes(CREATING, [MOUNT_EVENT])
     assert cause.text == f"FailedMount: {MOUNT_EVENT['message']}"
+    assert cause.heals == PERMANENT_AFTER_GRACE  # a missing Secret: permanent after the grace period
+    attaching = {**MOUNT_EVENT, "message": 'MountVolume.SetUp failed for volume "data" : timed out'}
+    assert stuck_causes(CREATING, [attaching])[0].heals is None  # may heal by waiting
     look = Look(PENDING, [CREATING])
     assert events_ask(look, Said(), now=T0, every=10)
     assert not events_ask(look, Said(events_at=T0), now=T0 + 5, every=10)
