@@ -20,7 +20,6 @@ from airflow_k8s_ml.manifests.validation import check_int, fail
 __all__ = ["SmokeOutcome", "check_response", "json_path", "validate_smoke_args"]
 
 
-
 _NAME_START = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_")
 _NAME_REST = _NAME_START | frozenset("0123456789-")
 _PREVIEW = 300

@@ -268,9 +268,7 @@ class InferenceDeploymentOperator(BaseOperator):
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
         previous = revision(before)
-        changes, deployment = self._apply(
-            client, objects, hpa_owns_replicas=args.autoscaling is not None
-        )
+        changes, deployment = self._apply(client, objects, hpa_owns_replicas=args.autoscaling is not None)
         self.log.info(
             "applied %s; revision serving before: %s",
             ", ".join(f"{kind} {action}" for kind, action in changes.items()),
