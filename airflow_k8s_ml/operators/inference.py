@@ -90,6 +90,18 @@ def _seconds_or_zero(value: Any, field: str) -> float:
     return 0.0 if budget is None else budget.total_seconds()
 
 
+def _check_rollback_to(value: Any) -> None:
+    """None, a revision number (>= 1) or ``"previous"``; whether it is recorded is known in ``execute``."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "previous"):
+        return
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from airflow_k8s_ml.errors import ValidationError
+
+        raise ValidationError("rollback_to", f"must be a revision number (>= 1) or 'previous', got {value!r}")
+
+
 def _silent() -> Any:
     """A logger that says nothing (a look whose lines another shell will say)."""
     import logging
@@ -143,6 +155,12 @@ class InferenceDeploymentOperator(_Runner):
     :param expected_status: HTTP status the sample request must return.
     :param smoke_timeout: seconds to keep retrying the readiness call (endpoints may lag the rollout).
     :param rollback_on_failure: roll back a failed rollout or smoke test (default True).
+    :param rollback_to: deploy a recorded revision again instead of ``model_uri``: its number, or
+        ``"previous"`` (the newest revision before the serving one); templated. Its model and record are
+        reused as they were, so the template is that revision's again and Kubernetes takes its ReplicaSet
+        back. A revision not recorded fails before anything changes. Every deploy records in the pod
+        template which model (URI, the gate's step and metrics) and which Airflow run each revision serves;
+        the history is in the XCom (``model_history``).
     """
 
     template_fields: Sequence[str] = (
@@ -159,6 +177,7 @@ class InferenceDeploymentOperator(_Runner):
         "smoke_request",
         "expected_response",
         "rollout_timeout",
+        "rollback_to",
     )
     ui_color = "#e3f0e8"
     operator_extra_links = (InferenceServiceLink(),)
@@ -199,6 +218,7 @@ class InferenceDeploymentOperator(_Runner):
         expected_status: int = 200,
         smoke_timeout: float = 60.0,
         rollback_on_failure: bool = True,
+        rollback_to: int | str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
         env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
@@ -237,6 +257,9 @@ class InferenceDeploymentOperator(_Runner):
         self.expected_status = expected_status
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
+        self.rollback_to = rollback_to
+        if not is_templated(rollback_to):
+            _check_rollback_to(rollback_to)
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         if not is_templated(rollout_timeout):  # a template is parsed once rendered, in execute
             self.rollout_timeout = self._rollout_settings().deadlines.deadline
@@ -282,18 +305,46 @@ class InferenceDeploymentOperator(_Runner):
         settings = self._rollout_settings()  # a bad rendered rollout_timeout fails before any API call
         client = self._client(self.namespace)
         namespace = args.namespace or client.namespace
-        objects = self._check(args, self._run_key(context), namespace)  # before any API call
+        key = self._run_key(context)
+        objects = self._check(args, key, namespace)  # before any API call
         model_uri = resolve_model_uri(args.model_uri)
+        _check_rollback_to(self.rollback_to)
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
         previous = revision(before)
+        from airflow_k8s_ml.operators._versions import (
+            model_metrics,
+            new_record,
+            record_for,
+            with_model_record,
+        )
+
+        if self.rollback_to is not None:  # a recorded revision again: known (or refused) before any write
+            entry = self._recorded(client, before, self.rollback_to)
+            model_uri, record = entry["model_uri"], entry["record"]
+            objects = self._check(args._replace(model_uri=model_uri), key, namespace)
+            self.log.info(
+                "rollback_to=%r: deploying revision %d again (model %s)",
+                self.rollback_to,
+                entry["revision"],
+                model_uri,
+            )
+        else:
+            run = {"dag_id": key.dag_id, "task_id": key.task_id, "run_id": key.run_id}
+            record = record_for(before, model_uri, new_record(model_uri, model_metrics(args.model_uri), run))
+        objects = with_model_record(objects, record)
         changes, deployment = self._apply(client, objects, hpa_owns_replicas=args.autoscaling is not None)
         self.log.info(
             "applied %s; revision serving before: %s",
             ", ".join(f"{kind} {action}" for kind, action in changes.items()),
             previous or "none (first deploy)",
         )
-        state = {"previous_revision": previous, "changes": changes, "model_uri": model_uri}
+        state = {
+            "previous_revision": previous,
+            "changes": changes,
+            "model_uri": model_uri,
+            "model_record": record,
+        }
         # The rollout budget counts from here, in the worker and in the trigger.
         record = self._deployment_record(deployment, started_at=time.time())
         event = self._follow_rollout(client, deployment, record, settings)
@@ -306,6 +357,15 @@ class InferenceDeploymentOperator(_Runner):
             kwargs={"state": state},
             timeout=self._deferral_timeout(context),
         )
+
+    @staticmethod
+    def _recorded(client: KubeClient, deployment: Mapping[str, Any] | None, rollback_to: Any) -> dict:
+        """The recorded revision ``rollback_to`` names (ValidationError naming it when there is none)."""
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.operators._versions import choose_revision, history
+
+        replica_sets = replica_sets_of(client, deployment) if deployment is not None else []
+        return choose_revision(history(deployment, replica_sets), rollback_to)
 
     def _rollout_settings(self) -> WaitSettings:
         """``rollout_timeout`` as the wait's overall ``deadline``, parsed by ``Deadlines`` (errors name
@@ -510,13 +570,18 @@ class InferenceDeploymentOperator(_Runner):
         if report.failure:
             reason = f"smoke test of revision {serving} failed: {report.failure}"
             self._roll_back(context, client, deployment, reason, state)
-        from airflow_k8s_ml.kube.serving_ops import service_proxy_path
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of, service_proxy_path
+        from airflow_k8s_ml.operators._versions import history
 
+        versions = history(deployment, replica_sets_of(client, deployment or {}))
+        self._push(context, "model_history", versions)
         return {
             "deployment": self.name,
             "namespace": namespace,
             "revision": serving,
             "model_uri": state["model_uri"],
+            "model": state.get("model_record"),
+            "model_history": versions,
             "service": self.name,
             "service_url": service_proxy_path(namespace, self.name, SERVICE_PORT_NAME, "/"),
             "cluster_url": f"http://{self.name}.{namespace}.svc:{self.service_port}",
