@@ -27,7 +27,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping
 from datetime import timedelta
-from typing import TYPE_CHECKING, Any
+from types import MappingProxyType
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from airflow.sdk import BaseOperator
 
@@ -71,11 +72,54 @@ class _Runner(BaseOperator):
 
     kubernetes_conn_id: str
     deferrable: bool = True
+    #: Deprecated argument -> the argument that replaced it (both in the signature, the old one warns).
+    renamed_arguments: ClassVar[Mapping[str, str]] = MappingProxyType({})
+    # The waiting arguments (:meth:`_wait_settings`); an operator without one of them waits by its default.
+    admission_timeout: Any = None
+    startup_timeout: Any = None
+    run_timeout: Any = None
+    deadline: Any = None
+    poll_interval: Any = 30.0
+    stream_logs: bool = True
+    log_lines: int = 50
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
+
+    def _keep_arguments(self, given: Mapping[str, Any]) -> None:
+        """Keep each argument the public ``__init__`` lists (its signature: explicit, as the project's rule
+        wants) as the attribute of the same name, from that ``__init__``'s ``locals()``: the arguments are
+        read by one rule, not by a hand-written assignment per argument. A deprecated name
+        (:attr:`renamed_arguments`) is read into its new one, with the deprecation warning."""
+        import inspect
+
+        from airflow_k8s_ml.operators._args import renamed_argument
+
+        for name, parameter in inspect.signature(type(self).__init__).parameters.items():
+            if parameter.kind is inspect.Parameter.KEYWORD_ONLY and name not in self.renamed_arguments:
+                setattr(self, name, given[name])
+        for old, new in self.renamed_arguments.items():
+            setattr(self, new, renamed_argument(new, given[new], old, given[old]))
+
+    def _wait_settings(self, args: Any = None, *, templated_ok: bool = False) -> WaitSettings:
+        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
+        (``templated_ok``: the parse-time check, templated values left for ``execute``). ``args``: the
+        arguments as read (their ``deadline``), else the attributes."""
+        from airflow_k8s_ml.operators.wait_settings import WaitSettings
+
+        return WaitSettings.build(
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            admission_timeout=self.admission_timeout,
+            startup_timeout=self.startup_timeout,
+            run_timeout=self.run_timeout,
+            deadline=self.deadline if args is None else args.deadline,
+            poll_interval=self.poll_interval,
+            stream_logs=self.stream_logs,
+            log_lines=self.log_lines,
+            templated_ok=templated_ok,
+        )
 
     # -- identity and client ----------------------------------------------------------------------------
     def _run_key(self, context: Context) -> RunKey:

@@ -49,7 +49,6 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._adopt import Launch, ReturnResult
     from airflow_k8s_ml.operators.record import WorkloadRecord
-    from airflow_k8s_ml.operators.wait_settings import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
@@ -282,25 +281,6 @@ class _WorkloadOperator(_Runner):
             if given:
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
         self.workload.check(args)
-
-    def _wait_settings(
-        self, args: WorkloadArgs[Any] | None = None, *, templated_ok: bool = False
-    ) -> WaitSettings:
-        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
-        (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
-        from airflow_k8s_ml.operators.wait_settings import WaitSettings
-
-        return WaitSettings.build(
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=self.deadline if args is None else args.deadline,
-            poll_interval=self.poll_interval,
-            stream_logs=self.stream_logs,
-            log_lines=self.log_lines,
-            templated_ok=templated_ok,
-        )
 
     # -- rendering --------------------------------------------------------------------------------------
     def _injected_env(self, args: WorkloadArgs[Any], resume_uri: str | None) -> dict[str, str]:

@@ -20,13 +20,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, renamed_argument
+from airflow_k8s_ml.operators._args import PLACEHOLDER
 from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     CronJobArgs,
@@ -35,7 +36,6 @@ from airflow_k8s_ml.operators._serving import (
     neutral,
     object_labels,
 )
-from airflow_k8s_ml.operators.wait_settings import check_wait_args
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -48,8 +48,6 @@ if TYPE_CHECKING:
 __all__ = ["BatchInferenceCronJobOperator"]
 
 _SCHEDULE_PLACEHOLDER = "0 0 * * *"
-#: Last log lines per failed pod of the run-now Job in the task log (the training operators' default).
-LOG_LINES = 50
 
 
 class BatchInferenceCronJobOperator(_Runner):
@@ -100,6 +98,12 @@ class BatchInferenceCronJobOperator(_Runner):
         "deadline",
     )
     ui_color = "#efe6f5"
+    renamed_arguments = MappingProxyType({"env_from_secrets": "env_from"})
+    # The arguments read by name, for type checkers (kept by ``_keep_arguments`` from the signature).
+    name: str
+    namespace: str | None
+    schedule: str
+    output_uri: str
 
     def __init__(
         self,
@@ -142,49 +146,11 @@ class BatchInferenceCronJobOperator(_Runner):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.name = name
-        self.schedule = schedule
-        self.model_uri = model_uri
-        self.input_uri = input_uri
-        self.output_uri = output_uri
-        self.image = image
-        self.namespace = namespace
-        self.time_zone = time_zone
-        self.command = command
-        self.args = args
-        self.env = env
-        self.secret_env = secret_env
-        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
-        self.requests = requests
-        self.limits = limits
-        self.gpus = gpus
-        self.pod_options = pod_options
-        self.concurrency_policy = concurrency_policy
-        self.starting_deadline_seconds = starting_deadline_seconds
-        self.successful_jobs_history_limit = successful_jobs_history_limit
-        self.failed_jobs_history_limit = failed_jobs_history_limit
-        self.suspend = suspend
-        self.backoff_limit = backoff_limit
-        self.active_deadline_seconds = active_deadline_seconds
-        self.ttl_seconds_after_finished = ttl_seconds_after_finished
-        self.labels = labels
-        self.annotations = annotations
+        self._keep_arguments(locals())
         self.run_now = check_bool(run_now, "run_now")
-        self.admission_timeout = admission_timeout
-        self.startup_timeout = startup_timeout
-        self.run_timeout = run_timeout
-        self.deadline = deadline
-        self.stream_logs = stream_logs
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
-        check_wait_args(  # the runner's parse, templated budgets left for execute
-            admission_timeout=admission_timeout,
-            startup_timeout=startup_timeout,
-            run_timeout=run_timeout,
-            deadline=deadline,
-            poll_interval=None,
-            log_lines=LOG_LINES,
-        )
+        self._wait_settings(templated_ok=True)  # the runner's parse, templated budgets left for execute
 
     def _arguments(self) -> CronJobArgs:
         """The arguments that shape or check the CronJob, read once into a frozen value (rendered in
@@ -245,21 +211,6 @@ class BatchInferenceCronJobOperator(_Runner):
         if not self.run_now:
             return result
         return self._run_now(context, client, key, namespace, result, settings)
-
-    def _wait_settings(self) -> WaitSettings:
-        """The run-now Job's budgets, rendered, parsed once by ``Deadlines`` (errors name the argument)."""
-        from airflow_k8s_ml.operators.wait_settings import WaitSettings
-
-        return WaitSettings.build(
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=self.deadline,
-            poll_interval=None,
-            stream_logs=self.stream_logs,
-            log_lines=LOG_LINES,
-        )
 
     def _cronjob_result(self, live: Mapping[str, Any], action: str) -> dict[str, Any]:
         spec = live.get("spec") or {}
@@ -368,7 +319,7 @@ class BatchInferenceCronJobOperator(_Runner):
         if outcome.outcome != "succeeded":
             client = self._client(record.namespace)
             raise_for_event(
-                client, record, outcome, self.log, delete=outcome.outcome == "deadline", lines=LOG_LINES
+                client, record, outcome, self.log, delete=outcome.outcome == "deadline", lines=self.log_lines
             )
         out = dict(result)
         job = {"metadata": {"name": record.name, "namespace": record.namespace, "uid": record.uid}}

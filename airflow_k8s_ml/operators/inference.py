@@ -23,13 +23,14 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, renamed_argument, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, to_timedelta
 from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     InferenceArgs,
@@ -181,6 +182,19 @@ class InferenceDeploymentOperator(_Runner):
     )
     ui_color = "#e3f0e8"
     operator_extra_links = (InferenceServiceLink(),)
+    renamed_arguments = MappingProxyType({"env_from_secrets": "env_from"})
+    # The arguments read by name, for type checkers (kept by ``_keep_arguments`` from the signature).
+    name: str
+    namespace: str | None
+    service_port: int
+    readiness_path: str
+    smoke_path: str | None
+    smoke_request: Mapping[str, Any] | None
+    expected_response: Any
+    expected_status: int
+    rollback_to: int | str | None
+    #: A literal budget is parsed in ``__init__``; a template once rendered (``_rollout_settings``).
+    rollout_timeout: Any
 
     def __init__(
         self,
@@ -224,40 +238,10 @@ class InferenceDeploymentOperator(_Runner):
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.name = name
-        self.model_uri = model_uri
-        self.image = image
-        self.namespace = namespace
-        self.command = command
-        self.args = args
-        self.env = env
-        self.secret_env = secret_env
-        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
-        self.requests = requests
-        self.limits = limits
-        self.gpus = gpus
-        self.pod_options = pod_options
-        self.replicas = replicas
-        self.port = port
-        self.service_port = service_port
-        self.readiness_path = readiness_path
-        self.liveness_path = liveness_path
-        self.deployment_options = deployment_options
-        self.autoscaling = autoscaling
-        self.pdb_min_available = pdb_min_available
-        self.network_policy = network_policy
-        self.labels = labels
-        self.annotations = annotations
-        self.deployment_overrides = deployment_overrides
-        self.rollout_timeout: Any = rollout_timeout
+        self._keep_arguments(locals())
         self.defer_after = _seconds_or_zero(defer_after, "defer_after")
-        self.smoke_path = smoke_path
-        self.smoke_request = smoke_request
-        self.expected_response = expected_response
-        self.expected_status = expected_status
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
-        self.rollback_to = rollback_to
         if not is_templated(rollback_to):
             _check_rollback_to(rollback_to)
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
