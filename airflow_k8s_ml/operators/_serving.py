@@ -1,4 +1,7 @@
-"""Pure helpers shared by the serving operators: run identity from the Airflow context, argument coercion.
+"""Pure helpers shared by the serving operators: the labels of long-lived objects, argument coercion.
+
+(The run identity itself is the runner's, :func:`airflow_k8s_ml.operators._runner.run_key`, as for every
+operator.)
 
 Why the run labels here omit the attempt: Deployments, Services and CronJobs are long-lived objects that every
 run re-applies. Labelling them with the try number would make a plain task retry look like a change
@@ -61,25 +64,7 @@ __all__ = [
     "pod_template",
     "render_inference",
     "resolve_model_uri",
-    "run_key",
 ]
-
-
-def run_key(context: Mapping[str, Any]) -> RunKey:
-    """The task instance of this execution (``context["ti"]``); ``attempt`` is Airflow's try number."""
-    from airflow_k8s_ml.manifests.naming import RunKey
-
-    ti = context.get("ti") or context.get("task_instance")
-    if ti is None:
-        raise fail("context", "needs 'ti' (the running task instance) to label objects with the DAG run")
-    map_index = getattr(ti, "map_index", -1)
-    return RunKey(
-        dag_id=ti.dag_id,
-        task_id=ti.task_id,
-        run_id=ti.run_id,
-        map_index=-1 if map_index is None else int(map_index),
-        attempt=max(1, int(getattr(ti, "try_number", 1) or 1)),
-    )
 
 
 def object_labels(key: RunKey) -> tuple[dict[str, str], dict[str, str]]:

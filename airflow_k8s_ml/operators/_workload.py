@@ -18,11 +18,8 @@ from __future__ import annotations
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
-
-from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.formats import validate_namespace
@@ -41,6 +38,7 @@ from airflow_k8s_ml.operators._args import (
     substitute_resume,
 )
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
+from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
@@ -49,9 +47,8 @@ if TYPE_CHECKING:
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.manifests.naming import RunKey
-    from airflow_k8s_ml.operators._adopt import Decision, Launch, Observed, ReturnResult
+    from airflow_k8s_ml.operators._adopt import Launch, ReturnResult
     from airflow_k8s_ml.operators.record import WorkloadRecord
-    from airflow_k8s_ml.operators.wait_settings import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
@@ -74,7 +71,7 @@ def parse_time_key() -> RunKey:
     return RunKey(dag_id="dag", task_id="task", run_id="manual__parse")
 
 
-class _WorkloadOperator(BaseOperator):
+class _WorkloadOperator(_Runner):
     """The one runner of the workload operators; see the module docstring for what it owns.
 
     A thin operator sets :attr:`workload` (its :class:`~airflow_k8s_ml.operators._kind.WorkloadKind`) and
@@ -167,8 +164,6 @@ class _WorkloadOperator(BaseOperator):
                     f"{self.workload.refused[name]}"
                 )
         super().__init__(**kwargs)
-        self._record: WorkloadRecord | None = None
-        self._execute_started = time.time()
 
     def _take_arguments(self, given: Mapping[str, Any]) -> None:
         """Keep the kind's arguments (:attr:`WorkloadKind.signature`) as attributes, taken from ``given``,
@@ -287,25 +282,6 @@ class _WorkloadOperator(BaseOperator):
                 raise ValidationError("manifest", f"conflicts with {', '.join(given)}: pass one or the other")
         self.workload.check(args)
 
-    def _wait_settings(
-        self, args: WorkloadArgs[Any] | None = None, *, templated_ok: bool = False
-    ) -> WaitSettings:
-        """The waiting arguments, rendered, parsed once: the deadlines go to the trigger as they are
-        (``templated_ok``: the parse-time check, templated values left for ``execute``)."""
-        from airflow_k8s_ml.operators.wait_settings import WaitSettings
-
-        return WaitSettings.build(
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=self.deadline if args is None else args.deadline,
-            poll_interval=self.poll_interval,
-            stream_logs=self.stream_logs,
-            log_lines=self.log_lines,
-            templated_ok=templated_ok,
-        )
-
     # -- rendering --------------------------------------------------------------------------------------
     def _injected_env(self, args: WorkloadArgs[Any], resume_uri: str | None) -> dict[str, str]:
         """The variables the operator sets in the pod (a user ``env`` setting one of them is an error)."""
@@ -359,50 +335,6 @@ class _WorkloadOperator(BaseOperator):
                 container["args"] = substitute_resume(container["args"], placement.resume_uri)
         return obj
 
-    # -- execute: submit or adopt -----------------------------------------------------------------------
-    def _deferral_timeout(self, context: Context) -> timedelta | None:
-        """What is left of ``execution_timeout`` for this try, as the deferral's timeout.
-
-        Why: Airflow 3.3 applies ``execution_timeout`` only around ``execute``/``execute_complete`` on a
-        worker; a deferred task is bounded by the deferral's ``timeout`` alone (the scheduler's
-        ``check_trigger_timeouts``). Counting from the try's start (``ti.start_date``), the whole try stays
-        within ``execution_timeout``; :meth:`resume_execution` turns the expiry into a clean failure.
-        """
-        from datetime import datetime
-
-        if self.execution_timeout is None:
-            return None
-        start = getattr(context["ti"], "start_date", None)
-        started = start.timestamp() if isinstance(start, datetime) else self._execute_started
-        remaining = self.execution_timeout.total_seconds() - (time.time() - started)
-        return timedelta(seconds=max(remaining, 1.0))
-
-    def resume_execution(self, next_method: str, next_kwargs: dict[str, Any] | None, context: Context) -> Any:
-        """Resume after the deferral; a deferral that timed out (``execution_timeout`` spent while waiting
-        in the triggerer) deletes the workload and fails with a message saying so.
-
-        Airflow raises ``TaskDeferralTimeout`` here, before any method of ours runs, and the triggerer
-        cancels a timed-out trigger without ``on_kill``: without this the workload would keep training.
-        """
-        from airflow.sdk.exceptions import AirflowTaskTimeout, TaskDeferralTimeout
-
-        try:
-            return super().resume_execution(next_method, next_kwargs, context)
-        except TaskDeferralTimeout as exc:
-            record = self._stored(context)
-            what = f"{record.kind} {record.namespace}/{record.name}" if record is not None else self.kind
-            if record is not None:
-                from airflow_k8s_ml.triggers.sync_wait import delete_and_wait
-
-                self._record = record
-                delete_and_wait(self._client(record.namespace), record, self.log)
-            message = (
-                f"execution_timeout {self.execution_timeout} exceeded while waiting in the triggerer for "
-                f"{what}" + ("; deleted it" if record is not None else "")
-            )
-            self.log.error("%s", message)
-            raise AirflowTaskTimeout(message) from exc
-
     def render_template_fields(self, context: Context, jinja_env: Any = None) -> None:
         """Let ``{{ resume_from }}`` survive Jinja: it renders to itself and is replaced at launch, when the
         checkpoint is known (rendering happens before ``execute``, too early to resolve it)."""
@@ -422,76 +354,19 @@ class _WorkloadOperator(BaseOperator):
         # Everything validated before the first API call: a bad rendered value creates nothing.
         self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
 
-        decision = self._decide(context, client, key, namespace)
+        decision = self._decide(context, client, key, namespace, self.api_version, self.kind)
         if isinstance(decision, ReturnResult):
             self._backfill_logs(client, decision, namespace)
             return self.workload.result(args, self._return_existing(decision, namespace))
         if isinstance(decision, Adopt):
             for other in decision.others:  # never created by us on purpose; say so rather than hide it
                 self.log.warning("another active %s of this task instance: %s", self.kind, other.name)
-            record = self._adopt(context, decision.workload, namespace)
+            record = self._adopt(context, decision.workload, namespace, self.api_version, self.kind)
         else:
             record = self._launch(client, args, key, namespace, decision)
         self._remember(context, record)
-        if self.deferrable:
-            try_number = getattr(context["ti"], "try_number", None)
-            self.defer(
-                trigger=settings.trigger(
-                    record,
-                    delete_on_kill=True,
-                    try_number=try_number if isinstance(try_number, int) else None,
-                ),
-                method_name="execute_complete",
-                kwargs={"record": record.to_dict()},
-                timeout=self._deferral_timeout(context),
-            )
-        from airflow_k8s_ml.triggers.sync_wait import poll_until_done
-
-        event = poll_until_done(client, record, settings, self.log)
+        event = self._wait(context, client, record, settings, delete_on_kill=True)
         return self.workload.result(args, self._finish(context, record, event))
-
-    def _run_key(self, context: Context) -> RunKey:
-        from airflow_k8s_ml.manifests.naming import RunKey
-
-        ti = context["ti"]
-        map_index = getattr(ti, "map_index", -1)
-        return RunKey(
-            dag_id=ti.dag_id,
-            task_id=ti.task_id,
-            run_id=ti.run_id,
-            map_index=map_index if isinstance(map_index, int) and map_index >= 0 else -1,
-        )
-
-    def _client(self, namespace: str | None) -> KubeClient:
-        from airflow_k8s_ml.kube.sync_client import KubeClient
-
-        return KubeClient(self.kubernetes_conn_id, namespace)
-
-    def _stored(self, context: Context) -> WorkloadRecord | None:
-        from airflow_k8s_ml.operators._adopt import STATE_KEY, WorkloadRecord
-
-        store = context.get("task_state_store")
-        return WorkloadRecord.from_dict(store.get(STATE_KEY)) if store is not None else None
-
-    def _remember(self, context: Context, record: WorkloadRecord) -> None:
-        """Persist the identity before deferring, so a crashed worker's retry finds it (ResumableJobMixin)."""
-        from airflow_k8s_ml.operators._adopt import STATE_KEY
-
-        self._record = record
-        store = context.get("task_state_store")
-        if store is not None:
-            store.set(STATE_KEY, record.to_dict())
-        else:
-            self.log.warning("task_state_store not available; the run labels alone will guard re-attachment")
-
-    def _decide(self, context: Context, client: KubeClient, key: RunKey, namespace: str) -> Decision:
-        from airflow_k8s_ml.operators._adopt import decide, observe
-
-        found = [
-            observe(obj, self.kind)
-            for obj in client.list(self.api_version, self.kind, namespace, key.label_selector())
-        ]
-        return decide(self._stored(context), found)
 
     def _backfill_logs(self, client: KubeClient, decision: ReturnResult, namespace: str) -> None:
         """A workload that finished while no trigger relayed it (the worker died between creating it and
@@ -546,30 +421,6 @@ class _WorkloadOperator(BaseOperator):
         )
         identity = {"kind": self.kind, "name": workload.name, "namespace": namespace, "uid": workload.uid}
         return result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
-
-    def _adopt(self, context: Context, workload: Observed, namespace: str) -> WorkloadRecord:
-        from airflow_k8s_ml.operators._adopt import WorkloadRecord
-
-        stored = self._stored(context)
-        self.log.info(
-            "adopting active %s %s/%s (attempt %d, %s) instead of launching a new one",
-            self.kind,
-            namespace,
-            workload.name,
-            workload.attempt,
-            workload.state.summary(),
-        )
-        submitted_at = stored.submitted_at if stored is not None and stored.uid == workload.uid else None
-        return WorkloadRecord(
-            kind=self.kind,
-            api_version=self.api_version,
-            name=workload.name,
-            namespace=namespace,
-            uid=workload.uid,
-            attempt=workload.attempt,
-            submitted_at=submitted_at or _created_at(workload.obj) or time.time(),
-            resumed_from=workload.resumed_from,
-        )
 
     def _launch(
         self, client: KubeClient, args: WorkloadArgs[Any], key: RunKey, namespace: str, decision: Launch
@@ -669,16 +520,6 @@ class _WorkloadOperator(BaseOperator):
             )
             store.set(OUTCOME_KEY, outcome)
 
-    def on_kill(self) -> None:
-        """A user killed the task while it ran in a worker (sync mode, or between submit and defer): delete
-        the workload so no GPU keeps training for a task Airflow considers over."""
-        record = self._record
-        if record is None:
-            return
-        client = self._client(record.namespace)
-        if client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid):
-            self.log.info("on_kill: deleted %s %s/%s", record.kind, record.namespace, record.name)
-
 
 def _with_env(container: Mapping[str, Any], injected: Mapping[str, str], where: str) -> list[dict[str, Any]]:
     """A raw manifest container's env with ours first; one it already sets is an error naming it."""
@@ -686,15 +527,3 @@ def _with_env(container: Mapping[str, Any], injected: Mapping[str, str], where: 
     names = {item.get("name"): "" for item in existing if isinstance(item, Mapping)}
     check_injected_env({"env": names}, injected, f"{where}.")
     return [{"name": k, "value": v} for k, v in injected.items()] + existing
-
-
-def _created_at(obj: Mapping[str, Any]) -> float | None:
-    from datetime import datetime
-
-    text = (obj.get("metadata") or {}).get("creationTimestamp")
-    if not isinstance(text, str):
-        return None
-    try:
-        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
-    except ValueError:
-        return None

@@ -7,33 +7,34 @@ model changes. ``run_now=True`` creates a Job from the CronJob's template exactl
 ``kubectl create job --from=cronjob/<name>`` and waits for it with the shared ``WorkloadTrigger`` and phased
 deadlines, for a first run right after a deploy or a backfill of today's batch.
 
-Submit-or-adopt for the run-now Job follows the training operators: a retry re-attaches to a Job of this
-task instance that is still running, returns the result of one that succeeded, and launches a new attempt
-after a failed one (found by the run labels the Job carries).
+The run-now Job goes through the runner the training operators use (:class:`~airflow_k8s_ml.operators.
+_runner._Runner`): the same run key, submit-or-adopt (``task_state_store`` first, the run labels as
+fallback: a retry re-attaches to a Job of this task instance that is still running, returns the result of
+one that succeeded, and launches a new attempt after a failed one), the same deadlines parsed once by
+``Deadlines`` (templated, ``deadline`` also an absolute time), the same trigger and the same failure
+(``raise_for_event``: diagnostics, the Job deleted on an expired deadline).
 """
 
 from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
 
-from airflow.sdk import BaseOperator
-
-from airflow_k8s_ml.errors import DeadlineExceeded, WorkloadFailed
 from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, renamed_argument, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER
+from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     CronJobArgs,
     batch_spec,
     check_cronjob_args,
     neutral,
     object_labels,
-    run_key,
 )
 
 if TYPE_CHECKING:
@@ -41,14 +42,15 @@ if TYPE_CHECKING:
 
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.manifests.naming import RunKey
-    from airflow_k8s_ml.triggers.events import WorkloadEvent
+    from airflow_k8s_ml.operators.record import WorkloadRecord
+    from airflow_k8s_ml.operators.wait_settings import WaitSettings
 
 __all__ = ["BatchInferenceCronJobOperator"]
 
 _SCHEDULE_PLACEHOLDER = "0 0 * * *"
 
 
-class BatchInferenceCronJobOperator(BaseOperator):
+class BatchInferenceCronJobOperator(_Runner):
     """Apply a batch-inference CronJob idempotently; with ``run_now=True`` also run it once and wait.
 
     Returns (XCom) ``{"cronjob", "namespace", "action", "schedule", "time_zone", "suspend",
@@ -70,8 +72,10 @@ class BatchInferenceCronJobOperator(BaseOperator):
         the CronJob fields of those names.
     :param backoff_limit, active_deadline_seconds, ttl_seconds_after_finished: the Jobs' fields.
     :param run_now: also create a Job from the CronJob now and wait for it.
-    :param admission_timeout, startup_timeout, run_timeout, deadline: Airflow-side budgets of the run-now
-        Job (timedelta or seconds); on expiry the Job is deleted and the task fails naming the phase.
+    :param admission_timeout, startup_timeout, run_timeout: Airflow-side budgets of the run-now Job's
+        phases (timedelta or seconds, templated); ``deadline``: its overall budget, or an absolute time
+        (datetime or ISO 8601, templated), as on the training operators. On expiry the Job is deleted and
+        the task fails naming the budget.
     """
 
     template_fields: Sequence[str] = (
@@ -88,8 +92,18 @@ class BatchInferenceCronJobOperator(BaseOperator):
         "env",
         "labels",
         "annotations",
+        "admission_timeout",
+        "startup_timeout",
+        "run_timeout",
+        "deadline",
     )
     ui_color = "#efe6f5"
+    renamed_arguments = MappingProxyType({"env_from_secrets": "env_from"})
+    # The arguments read by name, for type checkers (kept by ``_keep_arguments`` from the signature).
+    name: str
+    namespace: str | None
+    schedule: str
+    output_uri: str
 
     def __init__(
         self,
@@ -122,51 +136,21 @@ class BatchInferenceCronJobOperator(BaseOperator):
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         run_now: bool = False,
-        admission_timeout: Any = None,
-        startup_timeout: Any = None,
-        run_timeout: Any = None,
-        deadline: Any = None,
+        admission_timeout: timedelta | float | str | None = None,
+        startup_timeout: timedelta | float | str | None = None,
+        run_timeout: timedelta | float | str | None = None,
+        deadline: timedelta | datetime | str | None = None,
         stream_logs: bool = True,
         kubernetes_conn_id: str = "kubernetes_default",
         env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.name = name
-        self.schedule = schedule
-        self.model_uri = model_uri
-        self.input_uri = input_uri
-        self.output_uri = output_uri
-        self.image = image
-        self.namespace = namespace
-        self.time_zone = time_zone
-        self.command = command
-        self.args = args
-        self.env = env
-        self.secret_env = secret_env
-        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
-        self.requests = requests
-        self.limits = limits
-        self.gpus = gpus
-        self.pod_options = pod_options
-        self.concurrency_policy = concurrency_policy
-        self.starting_deadline_seconds = starting_deadline_seconds
-        self.successful_jobs_history_limit = successful_jobs_history_limit
-        self.failed_jobs_history_limit = failed_jobs_history_limit
-        self.suspend = suspend
-        self.backoff_limit = backoff_limit
-        self.active_deadline_seconds = active_deadline_seconds
-        self.ttl_seconds_after_finished = ttl_seconds_after_finished
-        self.labels = labels
-        self.annotations = annotations
+        self._keep_arguments(locals())
         self.run_now = check_bool(run_now, "run_now")
-        self.admission_timeout = to_timedelta(admission_timeout, "admission_timeout")
-        self.startup_timeout = to_timedelta(startup_timeout, "startup_timeout")
-        self.run_timeout = to_timedelta(run_timeout, "run_timeout")
-        self.deadline = to_timedelta(deadline, "deadline")
-        self.stream_logs = stream_logs
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
+        self._wait_settings(templated_ok=True)  # the runner's parse, templated budgets left for execute
 
     def _arguments(self) -> CronJobArgs:
         """The arguments that shape or check the CronJob, read once into a frozen value (rendered in
@@ -209,12 +193,14 @@ class BatchInferenceCronJobOperator(BaseOperator):
 
     # -- execute ----------------------------------------------------------------------------------------
     def execute(self, context: Context) -> Any:
+        self._execute_started = time.time()
         args = self._arguments()
         validate_schedule(args.schedule, args.time_zone)  # before anything else, as documented
-        key = run_key(context)
+        key = self._run_key(context)
         if args.namespace is not None:
             validate_namespace(args.namespace)
-        client = self._client()
+        settings = self._wait_settings()
+        client = self._client(args.namespace)
         namespace = args.namespace or client.namespace
         cronjob = self._check(args, key, namespace)  # before any API call
         from airflow_k8s_ml.kube.serving_ops import apply_object
@@ -224,12 +210,7 @@ class BatchInferenceCronJobOperator(BaseOperator):
         result = self._cronjob_result(live, action)
         if not self.run_now:
             return result
-        return self._run_now(context, client, key, namespace, result)
-
-    def _client(self) -> KubeClient:
-        from airflow_k8s_ml.kube.sync_client import KubeClient
-
-        return KubeClient(self.kubernetes_conn_id, self.namespace)
+        return self._run_now(context, client, key, namespace, result, settings)
 
     def _cronjob_result(self, live: Mapping[str, Any], action: str) -> dict[str, Any]:
         spec = live.get("spec") or {}
@@ -252,89 +233,101 @@ class BatchInferenceCronJobOperator(BaseOperator):
 
     # -- run now ----------------------------------------------------------------------------------------
     def _run_now(
-        self, context: Context, client: KubeClient, key: RunKey, namespace: str, result: dict[str, Any]
+        self,
+        context: Context,
+        client: KubeClient,
+        key: RunKey,
+        namespace: str,
+        result: dict[str, Any],
+        settings: WaitSettings,
     ) -> Any:
-        from airflow_k8s_ml.kube.serving_ops import create_job_from_cronjob
-        from airflow_k8s_ml.manifests.batch import job_from_cronjob
-        from airflow_k8s_ml.manifests.naming import RunKey, manual_job_name
-        from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult, decide, observe
+        """Submit-or-adopt the run-now Job through the runner, then wait for it as every workload waits."""
+        from airflow_k8s_ml.operators._adopt import Adopt, ReturnResult
 
-        found = [
-            observe(obj, "Job") for obj in client.list("batch/v1", "Job", namespace, key.label_selector())
-        ]
-        decision = decide(None, found)
-        if isinstance(decision, ReturnResult) and decision.workload is not None:
-            self.log.info("run-now Job %s already succeeded for this task instance", decision.workload.name)
-            result["manual_job"] = self._job_result(
-                decision.workload.obj, decision.workload.state, len(found)
-            )
+        decision = self._decide(context, client, key, namespace, "batch/v1", "Job")
+        if isinstance(decision, ReturnResult):
+            if decision.cached is not None or decision.workload is None:
+                self.log.info("run-now Job already succeeded for this task instance; returning its result")
+                result["manual_job"] = dict(decision.cached or {})
+                return result
+            workload = decision.workload
+            self.log.info("run-now Job %s already succeeded for this task instance", workload.name)
+            result["manual_job"] = self._job_result(workload.obj, workload.state, workload.attempt)
             return result
         if isinstance(decision, Adopt):
-            job = dict(decision.workload.obj)
-            self.log.info("adopting running Job %s/%s", namespace, decision.workload.name)
+            record = self._adopt(context, decision.workload, namespace, "batch/v1", "Job")
         else:
-            attempt = decision.attempt if hasattr(decision, "attempt") else 1
-            attempt_key = RunKey(key.dag_id, key.task_id, key.run_id, key.map_index, attempt)
-            job_name = manual_job_name(self.name, attempt_key)
-            job, how = create_job_from_cronjob(
-                client,
-                self.name,
-                namespace,
-                job_name,
-                lambda cronjob: job_from_cronjob(
-                    cronjob, job_name, labels=attempt_key.labels(), annotations=attempt_key.annotations()
-                ),
-            )
-            self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, job["metadata"]["name"], self.name)
-        kwargs = {"result": result, "attempts": max([f.attempt for f in found] + [1])}
+            record = self._create_run_now(client, key, namespace, decision.attempt)
+        self._remember(context, record)
+        kwargs = {"record": record.to_dict(), "result": result}
         _defer_state.stash(context, "execute_complete", kwargs)
-        self.defer(trigger=self._trigger(job), method_name="execute_complete", kwargs=kwargs)
+        event = self._wait(context, client, record, settings, delete_on_kill=True, kwargs=kwargs)
+        return self.execute_complete(context, event.to_payload(), **kwargs)
 
-    def _trigger(self, job: Mapping[str, Any]) -> Any:
-        from airflow_k8s_ml.deadlines import Deadlines
-        from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+    def _create_run_now(
+        self, client: KubeClient, key: RunKey, namespace: str, attempt: int
+    ) -> WorkloadRecord:
+        """``kubectl create job --from=cronjob/<name>``, labelled with the attempt; its record."""
+        from dataclasses import replace
 
-        meta = job.get("metadata") or {}
-        deadlines = Deadlines(  # parsed in __init__ (not templated)
-            admission_timeout=self.admission_timeout,
-            startup_timeout=self.startup_timeout,
-            run_timeout=self.run_timeout,
-            deadline=self.deadline,
+        from airflow_k8s_ml.kube.serving_ops import create_job_from_cronjob
+        from airflow_k8s_ml.manifests.batch import job_from_cronjob
+        from airflow_k8s_ml.manifests.naming import manual_job_name
+        from airflow_k8s_ml.operators.record import WorkloadRecord
+
+        attempt_key = replace(key, attempt=attempt)
+        job_name = manual_job_name(self.name, attempt_key)
+        submitted_at = time.time()
+        job, how = create_job_from_cronjob(
+            client,
+            self.name,
+            namespace,
+            job_name,
+            lambda cronjob: job_from_cronjob(
+                cronjob, job_name, labels=attempt_key.labels(), annotations=attempt_key.annotations()
+            ),
         )
-        return WorkloadTrigger(
+        meta = job.get("metadata") or {}
+        self.log.info("%s Job %s/%s from cronjob/%s", how, namespace, meta.get("name"), self.name)
+        return WorkloadRecord(
             kind="Job",
-            name=meta["name"],
-            namespace=meta["namespace"],
-            uid=meta.get("uid", ""),
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            deadlines=deadlines,
-            task_started_at=time.time(),
-            stream_logs=self.stream_logs,
+            api_version="batch/v1",
+            name=str(meta.get("name", job_name)),
+            namespace=namespace,
+            uid=str(meta.get("uid", "")),
+            attempt=attempt,
+            submitted_at=submitted_at,
         )
 
     def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> dict[str, Any]:
-        """The run-now Job finished (or a deadline expired): XCom on success, a precise failure otherwise."""
-        restored = _defer_state.restore(context, "execute_complete", kwargs)
-        result: Mapping[str, Any] = restored["result"]
-        attempts: int = restored.get("attempts", 1)
-        from airflow_k8s_ml.triggers.events import WorkloadEvent
+        """The run-now Job finished (or a deadline expired): XCom on success; otherwise the runner's failure
+        (diagnostics in the task log, the Job deleted on an expired deadline, the error naming the budget)."""
+        from dataclasses import replace
 
+        from airflow_k8s_ml.errors import K8sMLError
+        from airflow_k8s_ml.operators.record import WorkloadRecord
+        from airflow_k8s_ml.triggers.events import WorkloadEvent
+        from airflow_k8s_ml.triggers.sync_wait import raise_for_event
+
+        restored = _defer_state.restore(context, "execute_complete", kwargs)
+        result: Mapping[str, Any] = restored.get("result") or {}
+        record = WorkloadRecord.from_dict(restored.get("record")) or self._stored(context)
+        if record is None:
+            raise K8sMLError("resumed without the run-now Job's identity (no record in the event or store)")
+        self._record = record
         outcome = WorkloadEvent.from_payload(event)
-        if outcome.outcome == "succeeded":
-            out = dict(result)
-            job = {"metadata": {"name": outcome.name, "namespace": outcome.namespace, "uid": outcome.uid}}
-            out["manual_job"] = self._job_result(job, outcome.workload_state, attempts)
-            self.log.info("run-now Job %s/%s succeeded", outcome.namespace, outcome.name)
-            return out
-        self._log_diagnostics(outcome)
-        if outcome.outcome == "deadline":
-            client = self._client()
-            client.delete("batch/v1", "Job", outcome.name, outcome.namespace, uid=outcome.uid or None)
-            raise DeadlineExceeded(
-                outcome.expired_deadline or "deadline",
-                f"run-now Job {outcome.namespace}/{outcome.name} deleted: {outcome.message}",
+        if outcome.outcome != "succeeded":
+            client = self._client(record.namespace)
+            raise_for_event(
+                client, record, outcome, self.log, delete=outcome.outcome == "deadline", lines=self.log_lines
             )
-        raise WorkloadFailed(outcome.message or f"run-now Job {outcome.namespace}/{outcome.name} failed")
+        out = dict(result)
+        job = {"metadata": {"name": record.name, "namespace": record.namespace, "uid": record.uid}}
+        out["manual_job"] = self._job_result(job, outcome.workload_state, record.attempt)
+        self._remember(context, replace(record, result=out["manual_job"]))
+        self._record = None  # succeeded: nothing for on_kill to delete
+        self.log.info("run-now Job %s/%s succeeded", record.namespace, record.name)
+        return out
 
     def _job_result(self, job: Mapping[str, Any], state: Any, attempts: int) -> dict[str, Any]:
         from airflow_k8s_ml.operators.outcome import result_payload
@@ -349,14 +342,6 @@ class BatchInferenceCronJobOperator(BaseOperator):
         payload = result_payload(identity, state, attempts, None)
         payload["output_uri"] = self.output_uri
         return payload
-
-    def _log_diagnostics(self, outcome: WorkloadEvent) -> None:
-        for pod in outcome.pods:
-            self.log.error("pod %s: %s", pod.get("pod"), pod.get("problem"))
-            for line in pod.get("last_lines") or []:
-                self.log.error("  | %s", line)
-        for warning in outcome.warnings:
-            self.log.warning("event: %s", warning)
 
 
 def _parse_time_args(args: CronJobArgs) -> CronJobArgs:

@@ -22,16 +22,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping, Sequence
-from datetime import timedelta
+from datetime import datetime, timedelta
+from types import MappingProxyType
 from typing import TYPE_CHECKING, Any
-
-from airflow.sdk import BaseOperator
 
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, renamed_argument, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, to_timedelta
+from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     InferenceArgs,
     check_inference_args,
@@ -39,7 +39,6 @@ from airflow_k8s_ml.operators._serving import (
     neutral,
     render_inference,
     resolve_model_uri,
-    run_key,
 )
 from airflow_k8s_ml.operators._smoke import validate_smoke_args
 from airflow_k8s_ml.operators.links import InferenceServiceLink
@@ -50,12 +49,17 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.manifests.naming import RunKey
     from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
+    from airflow_k8s_ml.operators.record import WorkloadRecord
+    from airflow_k8s_ml.operators.wait_settings import WaitSettings
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["InferenceDeploymentOperator"]
 
 #: What a templated smoke argument stands for at parse time: a valid path of its kind (the rendered value is
 #: checked in ``execute``; the placeholder itself is no path, so judging it would fail the DAG import).
 _PATH_STAND_INS = {"smoke_path": "/" + PLACEHOLDER, "expected_response": "$"}
+#: Seconds between the trigger's status reads when its watch falls back to polling (a rollout is short).
+ROLLOUT_POLL_SECONDS = 2.0
 #: Optional objects and how to find a stale one to prune when the argument is dropped.
 _OPTIONAL_KINDS = (
     ("autoscaling/v2", "HorizontalPodAutoscaler"),
@@ -87,11 +91,32 @@ def _seconds_or_zero(value: Any, field: str) -> float:
     return 0.0 if budget is None else budget.total_seconds()
 
 
+def _check_rollback_to(value: Any) -> None:
+    """None, a revision number (>= 1) or ``"previous"``; whether it is recorded is known in ``execute``."""
+    if value is None or (isinstance(value, str) and value.strip().lower() == "previous"):
+        return
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        from airflow_k8s_ml.errors import ValidationError
+
+        raise ValidationError("rollback_to", f"must be a revision number (>= 1) or 'previous', got {value!r}")
+
+
+def _silent() -> Any:
+    """A logger that says nothing (a look whose lines another shell will say)."""
+    import logging
+
+    quiet = logging.getLogger("airflow_k8s_ml.operators.inference.silent")
+    quiet.disabled = True
+    return quiet
+
+
 def _check_smoke(args: InferenceArgs) -> None:
     validate_smoke_args(args.smoke_path, args.smoke_request, args.expected_response, args.expected_status)
 
 
-class InferenceDeploymentOperator(BaseOperator):
+class InferenceDeploymentOperator(_Runner):
     """Deploy a model server (Deployment + Service, optional HPA, PDB, NetworkPolicy), verify, or roll back.
 
     Returns (XCom) ``{"deployment", "namespace", "revision", "model_uri", "service", "service_url",
@@ -118,7 +143,9 @@ class InferenceDeploymentOperator(BaseOperator):
         ``from_cidrs``): only these may reach the server port.
     :param deployment_overrides: raw escape hatch, a JSON merge patch applied to the rendered Deployment
         (sidecars, topology spread...); name, namespace and selector may not change.
-    :param rollout_timeout: Airflow-side budget for the rollout (and again for a rollback), timedelta or s.
+    :param rollout_timeout: Airflow-side budget for the rollout (and again for a rollback): timedelta or
+        seconds, or an absolute time (datetime or ISO 8601), templated; parsed by ``Deadlines`` as every
+        operator's ``deadline`` is.
     :param defer_after: follow the rollout in the worker this long (timedelta or s; 0: defer at once) before
         deferring. A rollout done sooner costs no hand-over to the triggerer and no second worker start for
         ``execute_complete`` (measured 4-9 s on a real Airflow, often more than the rollout itself); a
@@ -129,6 +156,12 @@ class InferenceDeploymentOperator(BaseOperator):
     :param expected_status: HTTP status the sample request must return.
     :param smoke_timeout: seconds to keep retrying the readiness call (endpoints may lag the rollout).
     :param rollback_on_failure: roll back a failed rollout or smoke test (default True).
+    :param rollback_to: deploy a recorded revision again instead of ``model_uri``: its number, or
+        ``"previous"`` (the newest revision before the serving one); templated. Its model and record are
+        reused as they were, so the template is that revision's again and Kubernetes takes its ReplicaSet
+        back. A revision not recorded fails before anything changes. Every deploy records in the pod
+        template which model (URI, the gate's step and metrics) and which Airflow run each revision serves;
+        the history is in the XCom (``model_history``).
     """
 
     template_fields: Sequence[str] = (
@@ -144,9 +177,24 @@ class InferenceDeploymentOperator(BaseOperator):
         "smoke_path",
         "smoke_request",
         "expected_response",
+        "rollout_timeout",
+        "rollback_to",
     )
     ui_color = "#e3f0e8"
     operator_extra_links = (InferenceServiceLink(),)
+    renamed_arguments = MappingProxyType({"env_from_secrets": "env_from"})
+    # The arguments read by name, for type checkers (kept by ``_keep_arguments`` from the signature).
+    name: str
+    namespace: str | None
+    service_port: int
+    readiness_path: str
+    smoke_path: str | None
+    smoke_request: Mapping[str, Any] | None
+    expected_response: Any
+    expected_status: int
+    rollback_to: int | str | None
+    #: A literal budget is parsed in ``__init__``; a template once rendered (``_rollout_settings``).
+    rollout_timeout: Any
 
     def __init__(
         self,
@@ -176,7 +224,7 @@ class InferenceDeploymentOperator(BaseOperator):
         labels: Mapping[str, str] | None = None,
         annotations: Mapping[str, str] | None = None,
         deployment_overrides: Mapping[str, Any] | None = None,
-        rollout_timeout: timedelta | float = timedelta(minutes=15),
+        rollout_timeout: timedelta | datetime | float | str = timedelta(minutes=15),
         defer_after: timedelta | float = timedelta(seconds=30),
         smoke_path: str | None = None,
         smoke_request: Mapping[str, Any] | None = None,
@@ -184,45 +232,21 @@ class InferenceDeploymentOperator(BaseOperator):
         expected_status: int = 200,
         smoke_timeout: float = 60.0,
         rollback_on_failure: bool = True,
+        rollback_to: int | str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
         env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
-        self.name = name
-        self.model_uri = model_uri
-        self.image = image
-        self.namespace = namespace
-        self.command = command
-        self.args = args
-        self.env = env
-        self.secret_env = secret_env
-        self.env_from = renamed_argument("env_from", env_from, "env_from_secrets", env_from_secrets)
-        self.requests = requests
-        self.limits = limits
-        self.gpus = gpus
-        self.pod_options = pod_options
-        self.replicas = replicas
-        self.port = port
-        self.service_port = service_port
-        self.readiness_path = readiness_path
-        self.liveness_path = liveness_path
-        self.deployment_options = deployment_options
-        self.autoscaling = autoscaling
-        self.pdb_min_available = pdb_min_available
-        self.network_policy = network_policy
-        self.labels = labels
-        self.annotations = annotations
-        self.deployment_overrides = deployment_overrides
-        self.rollout_timeout = to_timedelta(rollout_timeout, "rollout_timeout")
+        self._keep_arguments(locals())
         self.defer_after = _seconds_or_zero(defer_after, "defer_after")
-        self.smoke_path = smoke_path
-        self.smoke_request = smoke_request
-        self.expected_response = expected_response
-        self.expected_status = expected_status
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
+        if not is_templated(rollback_to):
+            _check_rollback_to(rollback_to)
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
+        if not is_templated(rollout_timeout):  # a template is parsed once rendered, in execute
+            self.rollout_timeout = self._rollout_settings().deadlines.deadline
         self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
 
     # -- arguments --------------------------------------------------------------------------------------
@@ -258,71 +282,152 @@ class InferenceDeploymentOperator(BaseOperator):
     def execute(self, context: Context) -> Any:
         from airflow_k8s_ml.operators._rollout_report import revision
 
+        self._execute_started = time.time()
         args = self._arguments()
         if args.namespace is not None:
             validate_namespace(args.namespace)
-        client = self._client()
+        settings = self._rollout_settings()  # a bad rendered rollout_timeout fails before any API call
+        client = self._client(self.namespace)
         namespace = args.namespace or client.namespace
-        objects = self._check(args, run_key(context), namespace)  # before any API call
+        key = self._run_key(context)
+        objects = self._check(args, key, namespace)  # before any API call
         model_uri = resolve_model_uri(args.model_uri)
+        _check_rollback_to(self.rollback_to)
 
         before = client.get("apps/v1", "Deployment", self.name, namespace)
         previous = revision(before)
+        from airflow_k8s_ml.operators._versions import (
+            model_metrics,
+            new_record,
+            record_for,
+            with_model_record,
+        )
+
+        if self.rollback_to is not None:  # a recorded revision again: known (or refused) before any write
+            entry = self._recorded(client, before, self.rollback_to)
+            model_uri, record = entry["model_uri"], entry["record"]
+            objects = self._check(args._replace(model_uri=model_uri), key, namespace)
+            self.log.info(
+                "rollback_to=%r: deploying revision %d again (model %s)",
+                self.rollback_to,
+                entry["revision"],
+                model_uri,
+            )
+        else:
+            run = {"dag_id": key.dag_id, "task_id": key.task_id, "run_id": key.run_id}
+            record = record_for(before, model_uri, new_record(model_uri, model_metrics(args.model_uri), run))
+        objects = with_model_record(objects, record)
         changes, deployment = self._apply(client, objects, hpa_owns_replicas=args.autoscaling is not None)
         self.log.info(
             "applied %s; revision serving before: %s",
             ", ".join(f"{kind} {action}" for kind, action in changes.items()),
             previous or "none (first deploy)",
         )
-        state = {"previous_revision": previous, "changes": changes, "model_uri": model_uri}
-        from airflow_k8s_ml.status.rollout import rollout_status
-
-        if rollout_status(deployment).done:
-            self.log.info("rollout already complete (nothing changed in the pod template)")
-            return self._after_rollout(context, client, namespace, state)
-        started_at = time.time()  # the rollout budget counts from here, in the worker and in the trigger
-        self.log.info("waiting for the rollout of deployment %s/%s", namespace, self.name)
-        if self.defer_after > 0 and self._follow_rollout(client, deployment, self._worker_wait()):
-            return self._after_rollout(context, client, namespace, state)
+        state = {
+            "previous_revision": previous,
+            "changes": changes,
+            "model_uri": model_uri,
+            "model_record": record,
+        }
+        # The rollout budget counts from here, in the worker and in the trigger.
+        record = self._deployment_record(deployment, started_at=time.time())
+        event = self._follow_rollout(client, deployment, record, settings)
+        if event is not None:
+            return self._rollout_ended(context, client, event, state)
         _defer_state.stash(context, "execute_complete", {"state": state})
-        trigger = self._trigger(deployment, started_at)
-        self.defer(trigger=trigger, method_name="execute_complete", kwargs={"state": state})
+        self.defer(
+            trigger=settings.trigger(record, delete_on_kill=False),  # a kill never takes the service down
+            method_name="execute_complete",
+            kwargs={"state": state},
+            timeout=self._deferral_timeout(context),
+        )
+
+    @staticmethod
+    def _recorded(client: KubeClient, deployment: Mapping[str, Any] | None, rollback_to: Any) -> dict:
+        """The recorded revision ``rollback_to`` names (ValidationError naming it when there is none)."""
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of
+        from airflow_k8s_ml.operators._versions import choose_revision, history
+
+        replica_sets = replica_sets_of(client, deployment) if deployment is not None else []
+        return choose_revision(history(deployment, replica_sets), rollback_to)
+
+    def _rollout_settings(self) -> WaitSettings:
+        """``rollout_timeout`` as the wait's overall ``deadline``, parsed by ``Deadlines`` (errors name
+        ``rollout_timeout``); no log relay (a server's log is not the task's)."""
+        from airflow_k8s_ml.errors import ValidationError
+        from airflow_k8s_ml.operators.wait_settings import WaitSettings
+
+        try:
+            return WaitSettings.build(
+                kubernetes_conn_id=self.kubernetes_conn_id,
+                admission_timeout=None,
+                startup_timeout=None,
+                run_timeout=None,
+                deadline=self.rollout_timeout,
+                poll_interval=ROLLOUT_POLL_SECONDS,
+                stream_logs=False,
+                log_lines=10,
+            )
+        except ValidationError as exc:
+            raise ValidationError("rollout_timeout", exc.message) from None
+
+    @staticmethod
+    def _deployment_record(deployment: Mapping[str, Any], started_at: float) -> WorkloadRecord:
+        """The Deployment as the wait's target (its uid pinned: a replaced Deployment is an error)."""
+        from airflow_k8s_ml.operators.record import WorkloadRecord
+
+        meta = deployment.get("metadata") or {}
+        return WorkloadRecord(
+            kind="Deployment",
+            api_version="apps/v1",
+            name=str(meta.get("name")),
+            namespace=str(meta.get("namespace")),
+            uid=str(meta.get("uid") or ""),
+            attempt=1,
+            submitted_at=started_at,
+        )
 
     def _worker_wait(self) -> float:
         """``defer_after``, but never past ``rollout_timeout`` (the trigger then reports the deadline)."""
-        budget = self.rollout_timeout.total_seconds() if self.rollout_timeout else self.defer_after
-        return min(self.defer_after, budget)
+        limit = self.rollout_timeout if not is_templated(self.rollout_timeout) else None
+        if isinstance(limit, timedelta):
+            return min(self.defer_after, limit.total_seconds())
+        if isinstance(limit, datetime):
+            return max(0.0, min(self.defer_after, limit.timestamp() - time.time()))
+        return self.defer_after
 
-    def _follow_rollout(self, client: KubeClient, deployment: Mapping[str, Any], seconds: float) -> bool:
-        """Watch the rollout in the worker for up to ``seconds``; True when it completed.
+    def _follow_rollout(
+        self,
+        client: KubeClient,
+        deployment: Mapping[str, Any],
+        record: WorkloadRecord,
+        settings: WaitSettings,
+    ) -> WorkloadEvent | None:
+        """The rollout's end as the trigger would report it, if it comes within ``defer_after``: the
+        Deployment as applied, then each new version of it from a watch, each judged by the one wait report
+        (``status.wait_report``, kubectl's rollout logic in ``status.rollout``). An unchanged Deployment
+        ends at the first look, with no watch. None: still rolling out, defer (a failure of the watch too:
+        the trigger then reports, so failure handling stays in one place)."""
+        import itertools
 
-        A failed rollout (ProgressDeadlineExceeded) or anything unexpected ends the watch too and returns
-        False: the trigger then reports it, so failure handling stays in one place.
-        """
         from airflow_k8s_ml.kube.serving_ops import watch_versions
-        from airflow_k8s_ml.status.rollout import rollout_status
-        from airflow_k8s_ml.status.rollout_progress import progress_line
+        from airflow_k8s_ml.triggers.sync_wait import follow
 
-        last, line = progress_line(deployment, None)
-        self.log.info("%s", line)
+        seconds = self._worker_wait()
+        versions = itertools.chain(
+            [deployment], watch_versions(client, deployment, seconds) if seconds > 0 else ()
+        )
+        # Deferring at once (defer_after=0): the one look only asks "already rolled out?"; its lines are
+        # the trigger's to say, or they would be said twice.
+        log = self.log if seconds > 0 else _silent()
         try:
-            for version in watch_versions(client, deployment, seconds):
-                last, line = progress_line(version, last)
-                if line is not None:
-                    self.log.info("%s", line)
-                status = rollout_status(version)
-                if status.done or status.failed:
-                    return status.done
+            event = follow(client, record, settings, log, versions)
         except Exception as exc:  # the trigger will wait instead; never fail a deploy over this watch
             self.log.warning("following the rollout in the worker failed (%s); deferring", exc)
-            return False
-        self.log.info("rollout still in progress after %gs; deferring to the triggerer", seconds)
-        return False
-
-    def _client(self) -> KubeClient:
-        from airflow_k8s_ml.kube.sync_client import KubeClient
-
-        return KubeClient(self.kubernetes_conn_id, self.namespace)
+            return None
+        if event is None:
+            self.log.info("rollout still in progress after %gs; deferring to the triggerer", seconds)
+        return event
 
     def _apply(
         self, client: KubeClient, objects: list[dict[str, Any]], *, hpa_owns_replicas: bool
@@ -357,46 +462,45 @@ class InferenceDeploymentOperator(BaseOperator):
                 changes[kind] = "deleted"
         return changes, deployment
 
-    def _trigger(self, deployment: Mapping[str, Any], started_at: float | None = None) -> Any:
-        from airflow_k8s_ml.deadlines import Deadlines
-        from airflow_k8s_ml.triggers.workload import WorkloadTrigger
-
-        meta = deployment.get("metadata") or {}
-        return WorkloadTrigger(
-            kind="Deployment",
-            name=meta["name"],
-            namespace=meta["namespace"],
-            uid=meta.get("uid", ""),
-            kubernetes_conn_id=self.kubernetes_conn_id,
-            deadlines=Deadlines(deadline=self.rollout_timeout),
-            task_started_at=started_at or time.time(),
-            stream_logs=False,
-            delete_on_kill=False,  # killing a deploy task must never take the live service down
-        )
+    def _trigger(self, deployment: Mapping[str, Any]) -> Any:
+        """The wait for a rollback's rollout: the same settings, a fresh ``rollout_timeout``."""
+        record = self._deployment_record(deployment, started_at=time.time())
+        return self._rollout_settings().trigger(record, delete_on_kill=False)
 
     # -- after the rollout ------------------------------------------------------------------------------
     def execute_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> Any:
-        """The rollout wait ended: smoke-test a success, roll back a failure or an expired deadline."""
-        from airflow_k8s_ml.operators._rollout_report import failure_reason, revision
-
-        state: Mapping[str, Any] = _defer_state.restore(context, "execute_complete", kwargs)["state"]
-        from airflow_k8s_ml.status.rollout import rollout_status
+        """The rollout wait ended in the triggerer: as :meth:`_rollout_ended`."""
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
+        state: Mapping[str, Any] = _defer_state.restore(context, "execute_complete", kwargs)["state"]
         outcome = WorkloadEvent.from_payload(event)
-        client = self._client()
+        return self._rollout_ended(context, self._client(self.namespace), outcome, state)
+
+    def _rollout_ended(
+        self, context: Context, client: KubeClient, outcome: WorkloadEvent, state: Mapping[str, Any]
+    ) -> Any:
+        """The rollout wait ended (in the worker or the trigger, one event): smoke-test a success, roll
+        back a failure or an expired deadline. A lost wait (``error``: a watch cut, the Deployment
+        replaced) looks once more, by the same decision, before giving up."""
+        from airflow_k8s_ml.operators._rollout_report import failure_reason, revision
+        from airflow_k8s_ml.triggers.sync_wait import follow
+
         namespace = outcome.namespace or client.namespace
         if outcome.outcome == "succeeded":
             return self._after_rollout(context, client, namespace, state)
         deployment = client.get("apps/v1", "Deployment", self.name, namespace)
         if outcome.outcome == "error":
-            status = rollout_status(deployment or {})
-            if deployment is not None and status.done:
+            again = None
+            if deployment is not None:
+                record = self._deployment_record(deployment, started_at=time.time())
+                again = follow(client, record, self._rollout_settings(), self.log, [deployment])
+            if again is not None and again.outcome == "succeeded":
                 return self._after_rollout(context, client, namespace, state)
-            if deployment is None or not status.failed:
+            if again is None or again.outcome != "failed":
                 raise WorkloadFailed(
                     f"lost track of the rollout of {namespace}/{self.name}: {outcome.message}"
                 )
+            outcome = again
         failed_revision = revision(deployment)
         reason = failure_reason(outcome.outcome, failed_revision, outcome.workload_state, outcome.message)
         if deployment is not None:
@@ -450,13 +554,18 @@ class InferenceDeploymentOperator(BaseOperator):
         if report.failure:
             reason = f"smoke test of revision {serving} failed: {report.failure}"
             self._roll_back(context, client, deployment, reason, state)
-        from airflow_k8s_ml.kube.serving_ops import service_proxy_path
+        from airflow_k8s_ml.kube.serving_ops import replica_sets_of, service_proxy_path
+        from airflow_k8s_ml.operators._versions import history
 
+        versions = history(deployment, replica_sets_of(client, deployment or {}))
+        self._push(context, "model_history", versions)
         return {
             "deployment": self.name,
             "namespace": namespace,
             "revision": serving,
             "model_uri": state["model_uri"],
+            "model": state.get("model_record"),
+            "model_history": versions,
             "service": self.name,
             "service_url": service_proxy_path(namespace, self.name, SERVICE_PORT_NAME, "/"),
             "cluster_url": f"http://{self.name}.{namespace}.svc:{self.service_port}",
@@ -556,7 +665,7 @@ class InferenceDeploymentOperator(BaseOperator):
         from airflow_k8s_ml.triggers.events import WorkloadEvent
 
         outcome = WorkloadEvent.from_payload(event)
-        client = self._client()
+        client = self._client(self.namespace)
         deployment = client.get("apps/v1", "Deployment", self.name, outcome.namespace or client.namespace)
         serving, model = revision(deployment), served_model(deployment)
         healthy = outcome.outcome == "succeeded"

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
 from airflow_k8s_ml.config import WaitTimings
@@ -36,6 +36,7 @@ __all__ = [
     "WorkloadLooker",
     "as_deleted",
     "delete_and_wait",
+    "follow",
     "poll_until_done",
     "raise_for_event",
     "settled_state",
@@ -204,14 +205,18 @@ class WorkloadLooker:
             self.kueue_absent = exc.status in (403, 404)
             return None
 
-    def _look(self) -> Look:
+    def _look(self, seen: Mapping[str, Any] | None = None) -> Look:
         from airflow_k8s_ml.status.wait_report import Look
 
         record = self.record
-        obj = self.client.get(record.api_version, record.kind, record.name, record.namespace)
+        obj = (
+            seen
+            if seen is not None
+            else self.client.get(record.api_version, record.kind, record.name, record.namespace)
+        )
         if obj is None:
-            seen = self.last_seen
-            return Look(None, tombstone=as_deleted(self.client, record, seen) if seen is not None else None)
+            last = self.last_seen
+            return Look(None, tombstone=as_deleted(self.client, record, last) if last is not None else None)
         self.last_seen = obj
         return Look(obj, _owned_pods(self.client, record, obj), workloads=self._workloads(obj))
 
@@ -244,14 +249,15 @@ class WorkloadLooker:
             return [f"(no logs: {exc})"]
         return text.splitlines()[-STUCK_TAIL_LINES:]
 
-    def look(self) -> WorkloadEvent | None:
-        """One look: an event if the workload finished, vanished, was replaced or ran out of time."""
+    def look(self, seen: Mapping[str, Any] | None = None) -> WorkloadEvent | None:
+        """One look: an event if the workload finished, vanished, was replaced or ran out of time.
+        ``seen``: the object as someone already read it (a watch's version), instead of a GET."""
         from dataclasses import replace
 
         from airflow_k8s_ml.status.wait_report import events_ask, position_ask, report
         from airflow_k8s_ml.triggers.diagnostics import final_event
 
-        target, look, now = self.record.target(), self._look(), time.time()
+        target, look, now = self.record.target(), self._look(seen), time.time()
         ask = position_ask(target, look, self.said, now=now, every=self.timings.position_refresh)
         if ask is not None:
             self.said = self.said.answered(ask, self._pending(ask.queue))
@@ -295,6 +301,22 @@ def poll_until_done(client: KubeClient, record: Waited, settings: WaitArgs, log:
         expires = looker.next_look_at
         now = time.time()
         time.sleep(max(0.05, min(settings.poll_interval, (expires - now + 0.01) if expires else 1e9)))
+
+
+def follow(
+    client: KubeClient, record: Waited, settings: WaitArgs, log: Any, versions: Iterable[Mapping[str, Any]]
+) -> WorkloadEvent | None:
+    """The looks of :func:`poll_until_done` over versions of the object read elsewhere (a short watch in
+    the worker, before deferring): the event of the first version that ends the wait, or None when the
+    versions run out first (the caller then defers, and the trigger goes on with the same report). What a
+    serving operator does for ``defer_after``: its rollout is decided, and its progress logged, by the same
+    pure functions in the worker as in the triggerer."""
+    looker = WorkloadLooker(client, record, settings, log=log)
+    for version in versions:
+        event = looker.look(version)
+        if event is not None:
+            return event
+    return None
 
 
 # -- finishing ------------------------------------------------------------------------------------------

@@ -8,6 +8,12 @@ rollout shows it) instead of leaving a live-but-never-ready pod. SIGTERM (pod de
 with exit 0.
 
 Endpoints: ``GET /healthz``, ``GET /readyz``, ``POST /predict`` with ``{"instances": [[64 numbers], ...]}``.
+
+``--error-rate`` (env ``ERROR_RATE``, 0..1, default 0) makes a *bad model* for rollout tests: that share of
+``/predict`` requests is answered 500, spread evenly and deterministically (request n fails when
+``floor(n * rate)`` grows), so a canary analysis over N requests sees ``N * rate`` errors, not a random
+number of them. Probes and readiness stay healthy: a bad model that passes its probes is exactly what a
+canary analysis is for.
 """
 
 from __future__ import annotations
@@ -38,6 +44,7 @@ class ServeConfig:
     model_uri: str
     host: str = "127.0.0.1"
     port: int = 8080
+    error_rate: float = 0.0
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -60,6 +67,12 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
     p.add_argument(
         "--port", type=int, default=env_or(env, "PORT", 8080), help="bind port (env PORT; 0 = any)"
     )
+    p.add_argument(
+        "--error-rate",
+        type=float,
+        default=env_or(env, "ERROR_RATE", 0.0),
+        help="share of /predict requests answered 500, 0..1 (env ERROR_RATE; default 0): a bad model",
+    )
     return p
 
 
@@ -70,16 +83,34 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str]) -> ServeCon
     require(
         a.model_uri, "model_uri", a.model_uri.startswith(("s3://", "file://")), "must be s3:// or file://"
     )
-    return ServeConfig(model_uri=a.model_uri, host=a.host, port=a.port)
+    require(a.error_rate, "error_rate", 0.0 <= a.error_rate <= 1.0, "must be in 0..1")
+    return ServeConfig(model_uri=a.model_uri, host=a.host, port=a.port, error_rate=a.error_rate)
+
+
+def injected_failure(n: int, rate: float) -> bool:
+    """Whether request ``n`` (1, 2, ...) is one of the ``rate`` share answered 500: evenly spread, so any
+    ``k`` consecutive requests hold ``k * rate`` failures, give or take one."""
+    return int(n * rate) > int((n - 1) * rate)
 
 
 class ModelHolder:
     """The loaded model, set once by the loader thread; request threads only read it."""
 
-    def __init__(self, model_uri: str) -> None:
+    def __init__(self, model_uri: str, error_rate: float = 0.0) -> None:
         self.model_uri = model_uri
         self.loaded: Any = None  # a LoadedCheckpoint once ready
         self.ready = threading.Event()
+        self.error_rate = error_rate
+        self._requests = 0
+        self._lock = threading.Lock()
+
+    def fails_next(self) -> bool:
+        """Count a prediction request; True when ``error_rate`` says it fails."""
+        if self.error_rate <= 0:
+            return False
+        with self._lock:
+            self._requests += 1
+            return injected_failure(self._requests, self.error_rate)
 
     def predict(self, rows: list[tuple[float, ...]]) -> dict[str, Any]:
         """Predictions plus the provenance a caller needs to know which model answered."""
@@ -167,6 +198,11 @@ def predict_route(handler: Handler) -> Response:
     if not holder.ready.is_set():
         return 503, {"error": "model not loaded yet", "model_uri": holder.model_uri}
     rows = validate_instances(handler.read_json(), MAX_INSTANCES)
+    if holder.fails_next():
+        return 500, {
+            "error": f"injected failure (error_rate={holder.error_rate})",
+            "model_uri": holder.model_uri,
+        }
     return 200, holder.predict(rows)
 
 
@@ -221,7 +257,7 @@ def _wait_for_stop(stop: threading.Event) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Bind, answer probes at once, load the model, serve until SIGTERM/SIGINT."""
     cfg = parse_config(argv, os.environ)
-    holder = ModelHolder(cfg.model_uri)
+    holder = ModelHolder(cfg.model_uri, cfg.error_rate)
     server = ModelServer((cfg.host, cfg.port), holder)
     stop = threading.Event()
     failure: list[str] = []

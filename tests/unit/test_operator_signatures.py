@@ -5,19 +5,24 @@ kind refuses is not accepted: a TypeError naming it, when the DAG file is parsed
 from __future__ import annotations
 
 import inspect
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from airflow.sdk import DAG
 
+from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.operators import (
+    BatchInferenceCronJobOperator,
     BatchInferenceJobOperator,
     FineTuneJobOperator,
+    InferenceDeploymentOperator,
     PyTorchJobOperator,
     TFJobOperator,
     TrainJobOperator,
 )
 from airflow_k8s_ml.operators._args import POD_ARGUMENTS
+from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
 
@@ -116,3 +121,77 @@ def test_the_templated_arguments_are_attributes(operator: type) -> None:
     op = operator(task_id="t", image="trainer:1", **extra)
     for field in operator.template_fields:
         assert hasattr(op, field), field
+
+
+# -- the serving operators: explicit signatures, the runner's budgets, the runner itself ---------------------
+
+SERVING = {
+    InferenceDeploymentOperator: {"name": "digits", "model_uri": "s3://m/ckpt/", "image": "py:3"},
+    BatchInferenceCronJobOperator: {"name": "scores", "schedule": "0 3 * * *", **BATCH_URIS, "image": "py:3"},
+}
+serving_ids = pytest.mark.parametrize("operator", list(SERVING), ids=lambda op: op.__name__)
+RUNNER_METHODS = (
+    "_run_key", "_client", "_stored", "_remember", "_decide", "_adopt", "_wait",
+    "_deferral_timeout", "resume_execution", "on_kill",
+)  # fmt: skip
+
+
+@serving_ids
+def test_a_serving_signature_lists_its_arguments_keyword_only_and_typed(operator: type) -> None:
+    *listed, rest = inspect.signature(operator).parameters.values()
+    assert (rest.name, rest.kind) == ("kwargs", inspect.Parameter.VAR_KEYWORD)
+    assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in listed)
+    assert all(p.annotation is not inspect.Parameter.empty for p in listed)
+
+
+def test_the_cronjobs_budgets_are_the_runners_typed_and_templated() -> None:
+    shown = inspect.signature(BatchInferenceCronJobOperator).parameters
+    runner = {a.name: a for a in FineTuneJobOperator.workload.signature}
+    for name in ("admission_timeout", "startup_timeout", "run_timeout", "deadline"):
+        assert (shown[name].annotation, shown[name].default) == (runner[name].annotation, None), name
+        assert name in BatchInferenceCronJobOperator.template_fields
+    assert "rollout_timeout" in InferenceDeploymentOperator.template_fields
+
+
+@pytest.mark.parametrize("operator", [*WORKLOAD_OPERATORS, *SERVING], ids=lambda op: op.__name__)
+def test_every_operator_runs_on_the_one_runner(operator: type) -> None:
+    """What every operator does around its objects (run key, client, submit-or-adopt, the wait, the
+    deferral timeout, on_kill) is the runner's: no operator writes its own."""
+    assert issubclass(operator, _Runner)
+    for method in RUNNER_METHODS:
+        assert getattr(operator, method) is getattr(_Runner, method), f"{operator.__name__}.{method}"
+
+
+@pytest.mark.parametrize(
+    ("argument", "value"),
+    [("deadline", "soon"), ("run_timeout", -1), ("admission_timeout", "0"), ("startup_timeout", [1])],
+)
+def test_the_cronjobs_budgets_are_parsed_by_deadlines_naming_the_argument(argument: str, value: Any) -> None:
+    with pytest.raises(ValidationError) as info:
+        BatchInferenceCronJobOperator(
+            task_id="b", **SERVING[BatchInferenceCronJobOperator], **{argument: value}
+        )
+    assert info.value.field == argument
+
+
+def test_budgets_may_be_templated_and_the_deadline_absolute() -> None:
+    templated = BatchInferenceCronJobOperator(
+        task_id="b",
+        **SERVING[BatchInferenceCronJobOperator],
+        deadline="{{ params.until }}",
+        run_timeout="{{ x }}",
+    )
+    templated.deadline, templated.run_timeout = "2024-05-01T06:00:00+00:00", "600"  # as rendered
+    settings = templated._wait_settings()
+    assert settings.deadlines.deadline == datetime(2024, 5, 1, 6, tzinfo=UTC)
+    assert settings.deadlines.run_timeout == timedelta(minutes=10)
+    deploy = InferenceDeploymentOperator(
+        task_id="d", **SERVING[InferenceDeploymentOperator], rollout_timeout="{{ params.budget }}"
+    )
+    deploy.rollout_timeout = "90"  # as rendered
+    assert deploy._rollout_settings().deadlines.deadline == timedelta(seconds=90)
+    with pytest.raises(ValidationError) as info:
+        InferenceDeploymentOperator(
+            task_id="e", **SERVING[InferenceDeploymentOperator], rollout_timeout="soon"
+        )
+    assert info.value.field == "rollout_timeout"
