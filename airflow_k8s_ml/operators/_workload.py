@@ -530,7 +530,20 @@ class _WorkloadOperator(BaseOperator):
             workload.attempt,
         )
         identity = {"kind": self.kind, "name": workload.name, "namespace": namespace, "uid": workload.uid}
-        return result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
+        result = result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+
+        record = WorkloadRecord(
+            kind=self.kind,
+            api_version=self.api_version,
+            name=workload.name,
+            namespace=namespace,
+            uid=workload.uid,
+            attempt=workload.attempt,
+            submitted_at=_created_at(workload.obj) or time.time(),
+            resumed_from=workload.resumed_from,
+        )
+        return {**result, **self.workload.collect(self._client(namespace), record)}
 
     def _adopt(self, context: Context, workload: Observed, namespace: str) -> WorkloadRecord:
         from airflow_k8s_ml.operators._adopt import WorkloadRecord
@@ -634,6 +647,7 @@ class _WorkloadOperator(BaseOperator):
         result = result_payload(
             record.identity(), state, record.attempt, record.resumed_from, event.admitted_at
         )
+        result.update(self.workload.collect(client, record))  # before on_finish may delete the pods
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):
