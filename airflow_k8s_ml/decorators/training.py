@@ -6,8 +6,9 @@ function as the container's program, so it takes every argument of the operator 
 GPUs, ``queue_name``, ``checkpoint_uri`` and ``resume_from``, cleanup; the signature declared once in
 ``operators/_signature.py``), and submit-or-adopt, resume on retry, the phased deadlines and the failure
 report are the runner's. Only the kind's ``result`` (the XCom is the function's return value) and
-``collect`` (read it from the pods' termination messages) differ: :mod:`airflow_k8s_ml.operators._task_function`
-says how the function travels and why the value comes back that way.
+``collect`` (read it from the pods' termination messages) differ:
+:mod:`airflow_k8s_ml.operators._task_function` says how the function travels and why the value comes
+back that way.
 
 Three operator arguments are the decorator's own, so passing one is a TypeError saying why: ``command``
 and ``args`` (the function is the program; its arguments come from the call) and ``manifest`` (which
@@ -61,8 +62,11 @@ def _decorated(kind: WorkloadKind[Any]) -> WorkloadKind[Any]:
 
 
 def _template_fields(operator: type[_WorkloadOperator]) -> tuple[str, ...]:
-    return (*(f for f in operator.template_fields if f not in ("command", "args", "manifest")),
-            "op_args", "op_kwargs")
+    return (
+        *(f for f in operator.template_fields if f not in ("command", "args", "manifest")),
+        "op_args",
+        "op_kwargs",
+    )
 
 
 class _FunctionWorkloadOperator(DecoratedOperator):
@@ -75,7 +79,9 @@ class _FunctionWorkloadOperator(DecoratedOperator):
     def __init__(self, *, python_callable: Callable[..., Any], **kwargs: Any) -> None:
         for name, why in OWN_ARGUMENTS.items():
             if name in kwargs:
-                raise TypeError(f"{self.custom_operator_name} got an unexpected keyword argument {name!r}: {why}")
+                raise TypeError(
+                    f"{self.custom_operator_name} got an unexpected keyword argument {name!r}: {why}"
+                )
         check_env_names(kwargs.get("env"))
         super().__init__(python_callable=python_callable, command=list(COMMAND), **kwargs)
         self._shipped: frozenset[str] = frozenset()

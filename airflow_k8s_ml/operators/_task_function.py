@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from airflow_k8s_ml.errors import K8sMLError, ValidationError
@@ -108,7 +108,7 @@ def _encode(text: str) -> str:
 
 
 def function_env(
-    source: str, function: str, args: Sequence[Any], kwargs: Mapping[str, Any], file: str = "<task>"
+    source: str, function: str, args: Iterable[Any], kwargs: Mapping[str, Any], file: str = "<task>"
 ) -> dict[str, str]:
     """The variables that carry one call of ``function`` (defined by ``source``) into the pod.
 
@@ -172,10 +172,10 @@ def collect_return_value(client: Any, record: Any) -> dict[str, Any]:
     found, value = returned_value(pods, replica_name)
     if not found:
         raise K8sMLError(
-            f"{record.kind} {record.namespace}/{record.name} succeeded but no pod holds the function's return "
-            f"value ({len(pods)} pod(s) left; their termination message is where it is kept): are the pods "
-            "deleted before the task reads them (ttl_seconds_after_finished), or is terminationMessagePath "
-            "changed in pod_options?"
+            f"{record.kind} {record.namespace}/{record.name} succeeded but no pod holds the function's "
+            f"return value ({len(pods)} pod(s) left; their termination message is where it is kept): are "
+            "the pods deleted before the task reads them (ttl_seconds_after_finished), or is "
+            "terminationMessagePath changed in pod_options?"
         )
     return {"return_value": value}
 

@@ -29,6 +29,11 @@ EXPECTED = {
     "example_inference_deployment": ["example-model"],
     "example_training_sensor": ["epoch 3"],
     "example_checkpoint_sensor": ["step=2 val_accuracy=0.7 committed"],
+    "example_task_decorators": [
+        "step=3 committed s3://examples/decorated/",
+        "[master-0] rank 0 of 2 evaluates s3://examples/decorated/",
+        "decorated pipeline done: val_accuracy=0.8",
+    ],
 }
 
 

@@ -102,8 +102,9 @@ def test_a_deadline_expiring_deletes_the_workload(decorator: str, namespace: str
 @pytest.mark.parametrize("decorator", sorted(DECORATORS))
 def test_a_retry_resumes_from_the_checkpoint(decorator: str, namespace: str, tmp_path: Path) -> None:
     base = f"file://{tmp_path}/ckpt"
-    op = build(decorator, resumable, namespace=namespace, run_timeout=60, checkpoint_uri=base,
-               resume_from="latest")
+    op = build(
+        decorator, resumable, namespace=namespace, run_timeout=60, checkpoint_uri=base, resume_from="latest"
+    )
     store = DictTaskStateStore()
     with pytest.raises(WorkloadFailed, match="RuntimeError: preempted after step 1"):
         run_task(op, make_context(op.task_id, store=store))
