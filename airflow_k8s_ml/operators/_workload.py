@@ -59,6 +59,14 @@ __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
 #: At most this many last lines per container when a finished workload's log is backfilled into the task log.
 BACKFILL_LINES = 10_000
 
+#: The variables the runner sets when the attempt has them (a checkpoint base; a checkpoint to resume from,
+#: which a retry resolves even when the first attempt had none), and where their value comes from. A user
+#: ``env``/``secret_env`` may not set them, whether or not this attempt injects them (docs/operators.md).
+RESERVED_ENV = {
+    CHECKPOINT_URI_ENV: "from checkpoint_uri",
+    RESUME_FROM_ENV: "from resume_from, resolved at every launch",
+}
+
 #: A string ``manifest=`` ending so is a file to read (else it is YAML text).
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -270,6 +278,13 @@ class _WorkloadOperator(BaseOperator):
                 from airflow_k8s_ml.checkpoints.uri import parse_uri
 
                 parse_uri(resume_from, "resume_from")
+        for name in ("env", "secret_env"):  # ours on every attempt that has them, so never the user's
+            for var in RESERVED_ENV:
+                if isinstance(args.pod.get(name), Mapping) and var in args.pod[name]:
+                    raise ValidationError(
+                        f"{name}[{var}]",
+                        f"{var} is set by the operator ({RESERVED_ENV[var]}); remove it, pass that argument",
+                    )
         if args.manifest is not None:
             given = [name for name in self.pod_fields if args.pod.get(name) not in (None, {}, [], ())]
             if given:
