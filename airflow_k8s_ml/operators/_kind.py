@@ -78,9 +78,14 @@ def no_check(args: WorkloadArgs[Any]) -> None:
     """A kind with no argument outside its typed spec."""
 
 
-def same_result(args: WorkloadArgs[Any], result: dict[str, Any]) -> dict[str, Any]:
+def same_result(args: WorkloadArgs[Any], result: dict[str, Any]) -> Any:
     """A kind whose XCom is the plain workload result."""
     return result
+
+
+def nothing_to_collect(client: Any, record: Any) -> dict[str, Any]:
+    """A kind whose succeeded workload leaves nothing to read besides its status."""
+    return {}
 
 
 class WorkloadKind(Record, Generic[A]):
@@ -97,6 +102,10 @@ class WorkloadKind(Record, Generic[A]):
         at parse time (templated values are the placeholder) and in ``execute`` before any API call.
     :param env: variables the kind injects besides ``CHECKPOINT_URI``/``RESUME_FROM`` (refused in a user env).
     :param result: the XCom, from the workload's result (default: unchanged).
+    :param collect: what else a succeeded workload left to read, as result entries, read with the cluster
+        client before ``on_finish`` may delete it (``(client, record) -> dict``; the task decorators read
+        the function's return value from the pods' termination messages). Kept with the result in
+        ``task_state_store``, so a retry after success returns it without the pods.
     :param refused: shared arguments the kind cannot use -> why, and what to use instead. They are not in
         its signature, and passing one is a TypeError saying so.
     """
@@ -108,7 +117,8 @@ class WorkloadKind(Record, Generic[A]):
     render: Callable[[WorkloadArgs[A], Placement], dict[str, Any]]
     check: Callable[[WorkloadArgs[A]], None] = no_check
     env: Callable[[WorkloadArgs[A]], dict[str, str]] = no_env
-    result: Callable[[WorkloadArgs[A], dict[str, Any]], dict[str, Any]] = same_result
+    result: Callable[[WorkloadArgs[A], dict[str, Any]], Any] = same_result
+    collect: Callable[[Any, Any], dict[str, Any]] = nothing_to_collect
     refused: Mapping[str, str] = MappingProxyType({})
 
     @cached_property

@@ -56,6 +56,14 @@ __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
 #: At most this many last lines per container when a finished workload's log is backfilled into the task log.
 BACKFILL_LINES = 10_000
 
+#: The variables the runner sets when the attempt has them (a checkpoint base; a checkpoint to resume from,
+#: which a retry resolves even when the first attempt had none), and where their value comes from. A user
+#: ``env``/``secret_env`` may not set them, whether or not this attempt injects them (docs/operators.md).
+RESERVED_ENV = {
+    CHECKPOINT_URI_ENV: "from checkpoint_uri",
+    RESUME_FROM_ENV: "from resume_from, resolved at every launch",
+}
+
 #: A string ``manifest=`` ending so is a file to read (else it is YAML text).
 YAML_SUFFIXES = (".yaml", ".yml")
 
@@ -276,6 +284,13 @@ class _WorkloadOperator(_Runner):
                 from airflow_k8s_ml.checkpoints.uri import parse_uri
 
                 parse_uri(resume_from, "resume_from")
+        for name in ("env", "secret_env"):  # ours on every attempt that has them, so never the user's
+            for var in RESERVED_ENV:
+                if isinstance(args.pod.get(name), Mapping) and var in args.pod[name]:
+                    raise ValidationError(
+                        f"{name}[{var}]",
+                        f"{var} is set by the operator ({RESERVED_ENV[var]}); remove it, pass that argument",
+                    )
         if args.manifest is not None:
             given = [name for name in self.pod_fields if args.pod.get(name) not in (None, {}, [], ())]
             if given:
@@ -420,7 +435,20 @@ class _WorkloadOperator(_Runner):
             workload.attempt,
         )
         identity = {"kind": self.kind, "name": workload.name, "namespace": namespace, "uid": workload.uid}
-        return result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
+        result = result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
+        from airflow_k8s_ml.operators._adopt import WorkloadRecord
+
+        record = WorkloadRecord(
+            kind=self.kind,
+            api_version=self.api_version,
+            name=workload.name,
+            namespace=namespace,
+            uid=workload.uid,
+            attempt=workload.attempt,
+            submitted_at=_created_at(workload.obj) or time.time(),
+            resumed_from=workload.resumed_from,
+        )
+        return {**result, **self.workload.collect(self._client(namespace), record)}
 
     def _launch(
         self, client: KubeClient, args: WorkloadArgs[Any], key: RunKey, namespace: str, decision: Launch
@@ -500,6 +528,7 @@ class _WorkloadOperator(_Runner):
         result = result_payload(
             record.identity(), state, record.attempt, record.resumed_from, event.admitted_at
         )
+        result.update(self.workload.collect(client, record))  # before on_finish may delete the pods
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):

@@ -105,7 +105,7 @@ def failure_message(
     lead = "first failure" if others else "failed pod"
     text += f"; {lead}: [{first['replica']}] {first['problem'] or 'failed'}"
     last = next((line for line in reversed(first.get("last_lines") or []) if line.strip()), "")
-    if last:
+    if last and last.strip() not in (first["problem"] or ""):  # a termination message may quote it already
         text += f": {last.strip()}"
     for report in others:
         text += f"\n  [{report['replica']}] {report['problem'] or 'failed'}"

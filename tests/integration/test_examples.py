@@ -29,6 +29,11 @@ EXPECTED = {
     "example_inference_deployment": ["example-model"],
     "example_training_sensor": ["epoch 3"],
     "example_checkpoint_sensor": ["step=2 val_accuracy=0.7 committed"],
+    "example_task_decorators": [
+        "step=3 committed s3://examples/decorated/",
+        "[master-0] rank 0 of 2 evaluates s3://examples/decorated/",
+        "decorated pipeline done: val_accuracy=0.8",
+    ],
 }
 
 
@@ -59,5 +64,6 @@ def test_the_example_runs(example_env: dict[str, str], dag_id: str) -> None:
     result = dags_test(example_env, dag_id, timeout=600)
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "> successful" in output, output[-6000:]
+    assert "Unclosed client session" not in output, output[-6000:]  # aiohttp's, at the interpreter's exit
     for line in EXPECTED[dag_id]:
         assert line in output, f"{line!r} not in the output of {dag_id}:\n{output[-6000:]}"

@@ -222,3 +222,33 @@ def test_each_operator_and_sensor_parses_without_heavy_modules_or_specs(name: st
     modules = set(loaded.split(","))
     assert modules & EXECUTE_ONLY == set()
     assert [m for m in modules if m.startswith(EXECUTE_ONLY_PACKAGES)] == []
+
+
+DECORATED = """
+import sys
+from airflow.sdk import DAG, task
+
+with DAG("rule", schedule=None):
+    @task.{decorator}(image="trainer:1", gpus=1, run_timeout=3600, checkpoint_uri="s3://m/ft",
+                      resume_from="latest")
+    def train(steps: int, resume_from=None) -> dict:
+        import torch  # inside the function: runs in the pod, never at parse time
+        return {{"steps": steps}}
+    train(3)
+print(";".join((
+    ",".join(sorted(n for n in HEAVY if n in sys.modules)),
+    ",".join(sorted(n for n in sys.modules if n.startswith("airflow_k8s_ml."))),
+)))
+"""
+
+
+@pytest.mark.parametrize("decorator", ["finetune_job", "pytorch_job"])
+def test_each_task_decorator_parses_without_heavy_modules_or_specs(decorator: str) -> None:
+    """``@task.finetune_job`` / ``@task.pytorch_job``, found through the provider metadata as a DAG file
+    finds them, obey the operators' rule: no heavy client, nothing only ``execute`` needs."""
+    heavy, loaded = heavy_modules_after(DECORATED.format(decorator=decorator)).split(";")
+    assert heavy == ""
+    modules = set(loaded.split(","))
+    assert "airflow_k8s_ml.decorators.training" in modules
+    assert modules & EXECUTE_ONLY == set()
+    assert [m for m in modules if m.startswith(EXECUTE_ONLY_PACKAGES)] == []

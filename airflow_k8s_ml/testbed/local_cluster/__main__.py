@@ -40,6 +40,23 @@ def add_serve_arguments(parser: argparse.ArgumentParser) -> None:
         default="enforce",
         help="as root: refuse runAsNonRoot pods whose image runs as root (enforce), or warn and start them",
     )
+    parser.add_argument(
+        "--allow-image",
+        dest="allow_images",
+        action="append",
+        default=[],
+        metavar="PATTERN",
+        help="allow-list an image (fnmatch glob, repeatable); any other image then fails to pull as one the "
+        "registry does not have (ErrImagePull, then ImagePullBackOff)",
+    )
+    parser.add_argument(
+        "--image-rules",
+        type=Path,
+        default=None,
+        metavar="FILE",
+        help='image rules as a JSON list: [{"pattern": "ghcr.io/acme/*", "allow": true, "user": 65532}, '
+        '{"pattern": "*", "allow": false, "missing": true}], first match wins (before --allow-image)',
+    )
 
 
 def options_from(args: argparse.Namespace) -> ServeOptions:
@@ -53,6 +70,8 @@ def options_from(args: argparse.Namespace) -> ServeOptions:
         tls=args.tls,
         deny_host_path=args.deny_host_path,
         run_as_non_root=args.run_as_non_root,
+        image_rules=args.image_rules.resolve() if args.image_rules is not None else None,
+        allow_images=tuple(args.allow_images),
     )
 
 

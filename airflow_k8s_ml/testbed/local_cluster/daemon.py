@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import ClusterSettings, NodeCapacity, QueueQuota
+from .settings import ClusterSettings, ImageRule, NodeCapacity, QueueQuota
 
 DEFAULT_STATE_DIR = Path(
     os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local")
@@ -38,9 +38,23 @@ class ServeOptions:
     tls: bool = True
     deny_host_path: bool = False
     run_as_non_root: str = "enforce"
+    # Image rules (``--image-rules FILE``: a JSON list of ImageRule fields) and an allow-list
+    # (``--allow-image PATTERN``): with an allow-list, any other image is one the registry does not have.
+    image_rules: Path | None = None
+    allow_images: tuple[str, ...] = ()
+
+    def images(self) -> list[ImageRule]:
+        """The rules, first match wins: the file's, then the allow-list's, then (with an allow-list) every
+        other image refused as not found."""
+        rules = load_image_rules(self.image_rules) if self.image_rules is not None else []
+        rules += [ImageRule(pattern) for pattern in self.allow_images]
+        if self.allow_images:
+            rules.append(ImageRule("*", allow=False, missing=True))
+        return rules
 
     def settings(self) -> ClusterSettings:
         return ClusterSettings(
+            images=self.images(),
             state_dir=self.state_dir,
             port=self.port,
             tls=self.tls,
@@ -71,7 +85,33 @@ class ServeOptions:
             args += ["--gpu-quota", str(self.gpu_quota)]
         policy = ["--run-as-non-root", self.run_as_non_root]
         policy += ["--deny-host-path"] if self.deny_host_path else []
+        policy += ["--image-rules", str(self.image_rules)] if self.image_rules is not None else []
+        for pattern in self.allow_images:
+            policy += ["--allow-image", pattern]
         return args + ([] if self.tls else ["--no-tls"]) + policy
+
+
+def load_image_rules(path: Path) -> list[ImageRule]:
+    """``--image-rules FILE``: a JSON list of rules, each ``{"pattern": "ghcr.io/acme/*", "allow": true,
+    "missing": false, "user": 65532, "command_prefix": []}`` (only ``pattern`` required). A bad file is an
+    error naming it and the rule, before the server starts."""
+    try:
+        entries = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"--image-rules {path}: {exc}") from None
+    if not isinstance(entries, list):
+        raise SystemExit(f"--image-rules {path}: expected a JSON list of rules, got {type(entries).__name__}")
+    rules = []
+    for index, entry in enumerate(entries):
+        try:
+            rule = ImageRule(**entry)
+            rule.command_prefix = tuple(rule.command_prefix)
+            if not isinstance(rule.pattern, str) or not rule.pattern:
+                raise TypeError("pattern must be a non-empty string")
+        except TypeError as exc:
+            raise SystemExit(f"--image-rules {path}: rule {index}: {exc}") from None
+        rules.append(rule)
+    return rules
 
 
 def return_freed_memory() -> None:

@@ -30,13 +30,18 @@ class QueueQuota:
 
 @dataclass
 class ImageRule:
-    """``pattern`` is an fnmatch glob on the image; ``allow=False`` makes pulls fail with ErrImagePull."""
+    """``pattern`` is an fnmatch glob on the image; ``allow=False`` makes pulls fail with ErrImagePull.
+
+    ``missing``: a refused image is one the registry does not have (containerd's ``NotFound``: what a typo
+    in a real cluster's image name answers), rather than one whose pull is denied. An image allow-list
+    (``local up --allow-image``) ends with a ``*`` rule refused so."""
 
     pattern: str
     allow: bool = True
     command_prefix: tuple[str, ...] = ()
     # The image's numeric USER; None: the user the cluster runs as (see kubelet/identity.py).
     user: int | None = None
+    missing: bool = False
 
 
 @dataclass

@@ -91,10 +91,7 @@ def pull(rules: list[ImageRule], image: str, policy: str) -> PullResult:
         message = f'Container image "{image}" is not present with pull policy of Never'
         return PullResult(False, "ErrImageNeverPull", message, (("Warning", "ErrImageNeverPull", message),))
     if not allowed:
-        message = (
-            f'Failed to pull image "{image}": rpc error: code = Unknown desc = failed to pull and unpack '
-            f'image "{image}": pull access denied by the local cluster\'s image rules'
-        )
+        message = _refusal(image, missing=rule is not None and rule.missing)
         return PullResult(
             False,
             "ErrImagePull",
@@ -119,6 +116,20 @@ def pull(rules: list[ImageRule], image: str, policy: str) -> PullResult:
         )
     return PullResult(
         True, events=(("Normal", "Pulled", f'Container image "{image}" already present on machine'),)
+    )
+
+
+def _refusal(image: str, *, missing: bool) -> str:
+    """The kubelet's pull error for a refused image, worded as containerd words it (an image the registry
+    does not have: ``NotFound``; else a denied pull)."""
+    if missing:
+        return (
+            f'Failed to pull image "{image}": rpc error: code = NotFound desc = failed to pull and unpack '
+            f'image "{image}": failed to resolve reference "{image}": {image}: not found'
+        )
+    return (
+        f'Failed to pull image "{image}": rpc error: code = Unknown desc = failed to pull and unpack '
+        f'image "{image}": pull access denied by the local cluster\'s image rules'
     )
 
 
