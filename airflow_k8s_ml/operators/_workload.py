@@ -38,7 +38,7 @@ from airflow_k8s_ml.operators._args import (
     substitute_resume,
 )
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
-from airflow_k8s_ml.operators._runner import _Runner
+from airflow_k8s_ml.operators._runner import _Runner, created_at
 from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
@@ -445,7 +445,7 @@ class _WorkloadOperator(_Runner):
             namespace=namespace,
             uid=workload.uid,
             attempt=workload.attempt,
-            submitted_at=_created_at(workload.obj) or time.time(),
+            submitted_at=created_at(workload.obj) or time.time(),
             resumed_from=workload.resumed_from,
         )
         return {**result, **self.workload.collect(self._client(namespace), record)}

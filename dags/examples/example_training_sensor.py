@@ -34,7 +34,8 @@ with DAG("example_training_sensor", schedule=None, tags=["example"]):
     )
     wait = TrainingJobSensor(
         task_id="wait_for_training",
-        name="example-elsewhere",
+        # the cncf operator prefixes the name it is given ("job-..."); it pushes the name it used
+        name="{{ ti.xcom_pull(task_ids='start_elsewhere', key='job_name') }}",
         namespace=NAMESPACE,
         kind="Job",
         run_timeout=timedelta(minutes=5),
