@@ -5,8 +5,8 @@ upstream. This module is the second opinion, from upstream's own published artef
 
 - built-in kinds: ``kubernetes-validate``'s strict JSON schemas (generated from Kubernetes' OpenAPI), for the
   oldest and the newest Kubernetes minor we support (:data:`KUBERNETES_VERSIONS`);
-- ``kubeflow.org/v1`` PyTorchJob: the models of ``kubeflow-training`` (the training operator's SDK, generated
-  from its OpenAPI; pod templates resolve to the official client's models);
+- ``kubeflow.org/v1`` PyTorchJob and TFJob: the models of ``kubeflow-training`` (the training operator's SDK,
+  generated from its OpenAPI; pod templates resolve to the official client's models);
 - ``trainer.kubeflow.org/v1alpha1`` TrainJob: the pydantic models of ``kubeflow-trainer-api``.
 
 Kinds with no published schema here (Kueue's, JobSet, the runtimes) are not checked (:func:`problems` says
@@ -50,13 +50,17 @@ def _group(api_version: str) -> str:
     return api_version.rpartition("/")[0]
 
 
+#: The training operator SDK's model of each ``kubeflow.org/v1`` kind we render.
+_KUBEFLOW_V1_MODELS = {"PyTorchJob": "KubeflowOrgV1PyTorchJob", "TFJob": "KubeflowOrgV1TFJob"}
+
+
 def schema_of(obj: Obj) -> str | None:
     """Which published schema checks ``obj``: ``kubernetes``, ``kubeflow-training``, ``kubeflow-trainer-api``
     or None (no published schema here)."""
     api_version, kind = str(obj.get("apiVersion", "")), obj.get("kind")
     if _group(api_version) in _BUILT_IN_GROUPS:
         return "kubernetes"
-    if api_version == "kubeflow.org/v1" and kind == "PyTorchJob":
+    if api_version == "kubeflow.org/v1" and kind in _KUBEFLOW_V1_MODELS:
         return "kubeflow-training"
     if api_version == "trainer.kubeflow.org/v1alpha1" and kind == "TrainJob":
         return "kubeflow-trainer-api"
@@ -70,7 +74,7 @@ def problems(obj: Obj) -> list[str] | None:
     if which == "kubernetes":
         return _kubernetes(obj)
     if which == "kubeflow-training":
-        return list(_openapi_models(obj, "KubeflowOrgV1PyTorchJob", ""))
+        return list(_openapi_models(obj, _KUBEFLOW_V1_MODELS[str(obj.get("kind"))], ""))
     if which == "kubeflow-trainer-api":
         return _trainer(obj)
     return None

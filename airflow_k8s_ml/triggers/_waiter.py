@@ -237,6 +237,7 @@ class Waiter:
             return None
         if told.drain_logs:
             if self.logs.relay is not None:
+                await self._catch_up_pods()
                 await self.logs.relay.drain(self.timings.log_drain)
             if self.logs.writer is not None:  # before the event: a crash after it replays nothing
                 await self.logs.writer.flush()
@@ -256,6 +257,24 @@ class Waiter:
             self.logs.relay.update(pods)
         gone = list(self.pods_sub.tombstones.values()) if self.pods_sub is not None else []
         return Look(obj, pods, workloads=workloads, gone_pods=gone)
+
+    async def _catch_up_pods(self) -> None:
+        """Before the drain, show the relay the pods as the API server has them now. The workload's watch
+        can report its end before the pod watch delivers a short-lived replica's start (a TFJob worker that
+        reported and exited within a second of the Chief): without this read, that replica's stream never
+        opens and its lines are never relayed. One LIST per finished wait; a failure keeps the watch's
+        view."""
+        relay, uid = self.logs.relay, self.logs.seen_uid
+        if relay is None or not uid or self.pods_sub is None or not self.pods_sub.synced:
+            return
+        watched = {uid_of(pod): pod for pod in self.pods_sub.objects().values() if owned_by(pod, uid)}
+        try:
+            listed = await self.kube.pods_of(self.target.kind, self.target.name, self.target.namespace)
+        except Exception as exc:  # best effort: the wait's outcome never depends on logs
+            self.log.debug("could not list the pods of %s before the log drain: %s", self.target.what, exc)
+            return
+        current = {**watched, **{uid_of(pod): pod for pod in listed if owned_by(pod, uid)}}
+        relay.update(list(current.values()))
 
     async def _workloads(self, obj: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
         """A queued job's Kueue Workloads, from a watch of ``workloads.kueue.x-k8s.io`` in the namespace

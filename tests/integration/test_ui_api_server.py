@@ -310,7 +310,9 @@ def test_in_progress_run_ignores_the_half_written_checkpoint(server: Server) -> 
     assert data["state_source"] == "live (Kubernetes)" and data["live_phase"] == "running"
     assert data["workload_state"]["phase"] == "running"
     left = {d["name"]: (d["budget_seconds"], d["left_seconds"]) for d in data["deadlines"]}
-    assert set(left) == {"run_timeout", "deadline"}
+    # the two set on the task, and the default start-up and admission budgets (docs/waiting.md)
+    assert set(left) == {"run_timeout", "deadline", "admission_timeout", "startup_timeout"}
+    assert left["admission_timeout"][0] == 6 * 3600 and left["startup_timeout"][0] == 1800
     assert left["run_timeout"][0] == 3600 and left["deadline"][0] == 7200
     assert 3000 < left["run_timeout"][1] <= 3600 and 6600 < left["deadline"][1] <= 7200
     page = server.tab("train_running", "/airflow-k8s-ml/training")
