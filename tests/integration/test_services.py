@@ -132,7 +132,16 @@ def test_endpoint_slices_follow_pods_and_kubectl_describe_shows_them(
             namespace, label_selector="kubernetes.io/service-name=echo"
         ).items
 
-    (found,) = wait_for(slices, lambda items: len(items) == 1 and bool(items[0].endpoints))
+    # The slice follows the pod's readiness a moment after the pod reports it: wait for that.
+    (found,) = wait_for(
+        slices,
+        lambda items: (
+            len(items) == 1
+            and bool(items[0].endpoints)
+            and bool(items[0].endpoints[0].conditions.ready)
+        ),
+        what="one slice with the ready pod",
+    )
     assert found.metadata.name.startswith("echo-") and found.address_type == "IPv4"
     assert found.metadata.owner_references[0].kind == "Service"
     assert [(p.name, p.port) for p in found.ports] == [("", 8080)]
