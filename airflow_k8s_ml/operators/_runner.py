@@ -166,8 +166,6 @@ class _Runner(BaseOperator):
     ) -> WorkloadRecord:
         """The record of an active workload found for this task instance; its deadlines keep counting from
         the stored submission (or its creation), not from now."""
-        from airflow_k8s_ml.operators._adopt import WorkloadRecord
-
         stored = self._stored(context)
         self.log.info(
             "adopting active %s %s/%s (attempt %d, %s) instead of launching a new one",
@@ -178,16 +176,7 @@ class _Runner(BaseOperator):
             workload.state.summary(),
         )
         submitted_at = stored.submitted_at if stored is not None and stored.uid == workload.uid else None
-        return WorkloadRecord(
-            kind=kind,
-            api_version=api_version,
-            name=workload.name,
-            namespace=namespace,
-            uid=workload.uid,
-            attempt=workload.attempt,
-            submitted_at=submitted_at or created_at(workload.obj) or time.time(),
-            resumed_from=workload.resumed_from,
-        )
+        return record_of(workload, namespace, api_version, kind, submitted_at)
 
     # -- waiting ----------------------------------------------------------------------------------------
     def _wait(
@@ -272,6 +261,26 @@ class _Runner(BaseOperator):
         client = self._client(record.namespace)
         if client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid):
             self.log.info("on_kill: deleted %s %s/%s", record.kind, record.namespace, record.name)
+
+
+def record_of(
+    workload: Observed, namespace: str, api_version: str, kind: str, submitted_at: float | None = None
+) -> WorkloadRecord:
+    """The record of a workload found on the cluster (adopted, or already done). Its deadlines count from
+    ``submitted_at`` when a stored record knows it, else from the object's creation: never from now, which
+    would hand an adopted workload a fresh budget."""
+    from airflow_k8s_ml.operators._adopt import WorkloadRecord
+
+    return WorkloadRecord(
+        kind=kind,
+        api_version=api_version,
+        name=workload.name,
+        namespace=namespace,
+        uid=workload.uid,
+        attempt=workload.attempt,
+        submitted_at=submitted_at or created_at(workload.obj) or time.time(),
+        resumed_from=workload.resumed_from,
+    )
 
 
 def created_at(obj: Mapping[str, Any]) -> float | None:

@@ -38,7 +38,7 @@ from airflow_k8s_ml.operators._args import (
     substitute_resume,
 )
 from airflow_k8s_ml.operators._kind import Placement, WorkloadArgs, WorkloadKind
-from airflow_k8s_ml.operators._runner import _Runner, created_at
+from airflow_k8s_ml.operators._runner import _Runner, record_of
 from airflow_k8s_ml.operators._signature import PodArguments
 from airflow_k8s_ml.operators.links import ClusterDashboardLink
 
@@ -436,18 +436,7 @@ class _WorkloadOperator(_Runner):
         )
         identity = {"kind": self.kind, "name": workload.name, "namespace": namespace, "uid": workload.uid}
         result = result_payload(identity, workload.state, workload.attempt, workload.resumed_from)
-        from airflow_k8s_ml.operators._adopt import WorkloadRecord
-
-        record = WorkloadRecord(
-            kind=self.kind,
-            api_version=self.api_version,
-            name=workload.name,
-            namespace=namespace,
-            uid=workload.uid,
-            attempt=workload.attempt,
-            submitted_at=created_at(workload.obj) or time.time(),
-            resumed_from=workload.resumed_from,
-        )
+        record = record_of(workload, namespace, self.api_version, self.kind)
         return {**result, **self.workload.collect(self._client(namespace), record)}
 
     def _launch(
