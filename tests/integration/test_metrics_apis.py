@@ -1,7 +1,7 @@
 """Real metrics on the local cluster (issue 27, points 2 and 3), through the real clients and kubectl.
 
 - metrics.k8s.io from the kubelet's cgroup readings: ``kubectl top pods`` shows real CPU for a pod burning
-  it, ``kubectl top nodes`` answers, and the PodMetrics shape is metrics-server's;
+  it, ``kubectl top nodes`` answers, the PodMetrics shape is metrics-server's, and a CPU HPA scales on it;
 - custom.metrics.k8s.io/v1beta2 from the service proxy's counts: discovery as a Prometheus adapter's,
   ``MetricValueList`` as upstream's, requests and errors (5xx answers, connection errors) counted per pod;
 - an autoscaling/v2 HPA on the ``Pods`` metric ``http_requests_per_second`` scales a Deployment from 2 to 4
@@ -29,7 +29,7 @@ from kubernetes import client, config
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from tests.cluster_fixtures import fast_settings, wait_for
 
-from .deploy_helpers import echo_deployment, events, kubectl, sleeper_deployment
+from .deploy_helpers import deployment, echo_deployment, events, kubectl, sleeper_deployment
 
 RATE = "http_requests_per_second"
 CUSTOM = "/apis/custom.metrics.k8s.io/v1beta2"
@@ -133,6 +133,45 @@ def test_kubectl_top_shows_real_cpu_of_a_busy_pod(
     assert nodes.returncode == 0 and nodes.stdout.split()[0] == "local-node", nodes.stderr
     missing = kubectl(metered, "get", "--raw", f"/apis/metrics.k8s.io/v1beta1/namespaces/{ns}/pods/nobody")
     assert f'pods.metrics.k8s.io "{ns}/nobody" not found' in missing.stderr
+
+
+def test_cpu_hpa_scales_on_real_load(metered: ClusterThread, api: client.ApiClient, ns: str) -> None:
+    if not _has_cgroups(metered):
+        pytest.skip("cgroup readings need root and a writable cgroup v2 hierarchy")
+    apps, v2, core = client.AppsV1Api(api), client.AutoscalingV2Api(api), client.CoreV1Api(api)
+    burner = {
+        "name": "burn",
+        "image": "python:3.11",
+        "command": ["python", "-c", "while True: pass"],
+        "resources": {"requests": {"cpu": "20m"}},
+    }
+    apps.create_namespaced_deployment(ns, deployment("burn", burner, 1))
+    target = {"type": "Utilization", "averageUtilization": 50}
+    v2.create_namespaced_horizontal_pod_autoscaler(
+        ns,
+        {
+            "metadata": {"name": "burn"},
+            "spec": {
+                "scaleTargetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "burn"},
+                "minReplicas": 1,
+                "maxReplicas": 2,
+                "metrics": [{"type": "Resource", "resource": {"name": "cpu", "target": target}}],
+            },
+        },
+    )
+    # A loop burning CPU uses far more than half of 20m: the HPA goes to its maximum on the real figure.
+    up = wait_for(
+        lambda: v2.read_namespaced_horizontal_pod_autoscaler("burn", ns),
+        lambda h: h.status.desired_replicas == 2,
+        timeout=60,
+        interval=0.5,
+        what="the CPU HPA scaling up on real load",
+    )
+    current = up.status.current_metrics[0].resource.current
+    assert current.average_utilization > 50 and current.average_value.endswith("m")
+    reason = "New size: 2; reason: cpu resource utilization (percentage of request) above target"
+    assert ("Normal", "SuccessfulRescale", reason) in events(core, ns, "burn")
+    apps.delete_namespaced_deployment("burn", ns)  # stop burning the shared machine's CPU at once
 
 
 def test_custom_metrics_api_counts_requests_and_errors_per_pod(

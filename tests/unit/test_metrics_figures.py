@@ -16,7 +16,9 @@ from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.metrics import (
     replicas_from_samples,
 )
 from airflow_k8s_ml.testbed.local_cluster.controllers.metrics import shapes
+from airflow_k8s_ml.testbed.local_cluster.controllers.metrics.figures import Figure
 from airflow_k8s_ml.testbed.local_cluster.controllers.metrics.requests import RequestCounts
+from airflow_k8s_ml.testbed.local_cluster.meta import rfc3339
 
 T0 = 1_800_000_000.0
 RPS = {
@@ -97,36 +99,48 @@ def test_replicas_from_pod_figures_as_upstream() -> None:
         replicas_from_samples(PodSamples({}, missing=frozenset({"a"})), 2.0, 1, utilization=False)
 
 
-def _pod(name: str, phase: str, ready: bool, cpu: str | None = "100m", **meta: Any) -> dict[str, Any]:
+def _pod(
+    name: str, phase: str, ready: bool, cpu: str | None = "100m", since: float = T0, **meta: Any
+) -> dict[str, Any]:
     resources = {"requests": {"cpu": cpu}} if cpu else {}
+    status = "True" if ready else "False"
+    condition = {"type": "Ready", "status": status, "lastTransitionTime": rfc3339(since)}
     return {
         "metadata": {"name": name, **meta},
         "spec": {"containers": [{"name": "main", "resources": resources}]},
-        "status": {"phase": phase, "conditions": [{"type": "Ready", "status": "True" if ready else "False"}]},
+        "status": {"phase": phase, "startTime": rfc3339(T0), "conditions": [condition]},
     }
 
 
 def test_pods_grouped_and_requests_read_as_upstream() -> None:
+    now = T0 + 60
     pods = [
         _pod("ready", "Running", True),
         _pod("pending", "Pending", False),
         _pod("warming", "Running", False),
         _pod("silent", "Running", True),
         _pod("leaving", "Running", True, deletionTimestamp="2026-01-01T00:00:00Z"),
+        # Ready at T0 + 50; its figure spans T0 + 45 .. T0 + 60: the start-up burst is not counted
+        _pod("loading", "Running", True, since=T0 + 50),
     ]
-    values = {"ready": 0.1, "warming": 0.05, "leaving": 1.0}
-    cpu = group_pods(pods, values, "cpu", utilization=True)
+    values = {"ready": 0.1, "warming": 0.05, "leaving": 1.0, "loading": 0.9}
+    figures = {n: Figure(v, now, 15.0) for n, v in values.items()}
+    cpu = group_pods(pods, figures, "cpu", utilization=True, now=now)
     assert cpu.values == {"ready": 0.1}
-    assert (cpu.unready, cpu.missing) == (frozenset({"pending", "warming"}), frozenset({"silent"}))
+    assert (cpu.unready, cpu.missing) == (frozenset({"pending", "warming", "loading"}), frozenset({"silent"}))
     assert cpu.requests["ready"] == pytest.approx(0.1)
-    rps = group_pods(pods, values, "", utilization=False)  # only cpu treats a not-Ready pod as unready
-    assert rps.values == {"ready": 0.1, "warming": 0.05}
-    no_request = group_pods([_pod("bare", "Running", True, cpu=None)], {"bare": 0.1}, "cpu", utilization=True)
+    # after the 5 minute initialization period a Ready pod counts whatever its figure's window
+    later = {n: Figure(f.value, T0 + 400, 15.0) for n, f in figures.items()}
+    assert "loading" in group_pods(pods, later, "cpu", utilization=True, now=T0 + 400).values
+    rps = group_pods(pods, figures, "", utilization=False, now=now)  # only cpu treats these as unready
+    assert rps.values == {"ready": 0.1, "warming": 0.05, "loading": 0.9}
+    bare = [_pod("bare", "Running", True, cpu=None)]
+    figure = {"bare": Figure(0.1, T0 + 400, 15.0)}
+    no_request = group_pods(bare, figure, "cpu", utilization=True, now=T0 + 400)
     with pytest.raises(MetricError) as failed:
         propose_from_samples(CPU, no_request, 1, "ns")
-    assert (
-        failed.value.inner
-        == "failed to get cpu utilization: missing request for cpu in container main of Pod bare"
+    assert failed.value.inner == (
+        "failed to get cpu utilization: missing request for cpu in container main of Pod bare"
     )
 
 

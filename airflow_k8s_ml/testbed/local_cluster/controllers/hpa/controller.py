@@ -277,12 +277,13 @@ class HPAController(Controller):
         kind, name = metric.get("type"), metric_name(metric)
         if not isinstance(server, MetricsAPIs) or kind not in ("Resource", "Pods"):
             return None
-        values = server.pod_values(namespace, selector, name)
-        if not values:
+        figures = server.pod_figures(namespace, selector, name)
+        if not figures:
             return None
         spec = metric.get("resource" if kind == "Resource" else "pods") or {}
         utilization = (spec.get("target") or {}).get("averageUtilization") is not None
-        return group_pods(pods, values, name if kind == "Resource" else "", utilization)
+        resource = name if kind == "Resource" else ""
+        return group_pods(pods, figures, resource, utilization, self.settings.clock.now())
 
     def _pods(
         self, hpa: Obj, scale: Obj, conditions: list[Obj], now: float

@@ -23,7 +23,9 @@ from typing import Any
 from airflow_k8s_ml.k8s import quantities
 
 from ...errors import LocalClusterError
-from ..deployment.replicaset_pods import is_ready
+from ...meta import parse_time
+from ..deployment.replicaset_pods import ready_condition
+from ..metrics.figures import Figure
 
 Obj = dict[str, Any]
 
@@ -117,10 +119,17 @@ class PodSamples:
     error: str = ""  # why no replica count can be computed from these figures (a missing request)
 
 
-def group_pods(pods: list[Obj], values: dict[str, float], resource: str, utilization: bool) -> PodSamples:
+CPU_INITIALIZATION_PERIOD = 300.0  # --horizontal-pod-autoscaler-cpu-initialization-period
+INITIAL_READINESS_DELAY = 30.0  # --horizontal-pod-autoscaler-initial-readiness-delay
+
+
+def group_pods(
+    pods: list[Obj], figures: dict[str, Figure], resource: str, utilization: bool, now: float
+) -> PodSamples:
     """``groupPods`` (+ ``calculatePodRequests`` for Utilization targets): deleted and failed pods are
-    ignored, pending ones unready, running ones without a figure missing; for cpu a pod that is not Ready
-    is unready too (upstream also looks at when it became Ready; we do not)."""
+    ignored, pending ones unready, running ones without a figure missing; for cpu a pod is unready too when
+    not Ready, or, in its first 5 minutes, when its figure was measured partly before it became Ready (the
+    start-up burst of loading a model must not scale the Deployment up)."""
     ready: dict[str, float] = {}
     unready: set[str] = set()
     missing: set[str] = set()
@@ -131,12 +140,12 @@ def group_pods(pods: list[Obj], values: dict[str, float], resource: str, utiliza
             continue
         if phase == "Pending":
             unready.add(name)
-        elif name not in values:
+        elif name not in figures:
             missing.add(name)
-        elif resource == "cpu" and not is_ready(pod):
+        elif resource == "cpu" and _cpu_unready(pod, figures[name], now):
             unready.add(name)
         else:
-            ready[name] = values[name]
+            ready[name] = figures[name].value
     requests: dict[str, float] = {}
     error = ""
     if utilization:
@@ -145,6 +154,19 @@ def group_pods(pods: list[Obj], values: dict[str, float], resource: str, utiliza
         except ValueError as exc:
             error = str(exc)
     return PodSamples(ready, requests, frozenset(unready), frozenset(missing), error=error)
+
+
+def _cpu_unready(pod: Obj, figure: Figure, now: float) -> bool:
+    """The cpu branch of ``groupPods``."""
+    condition = ready_condition(pod)
+    start = (pod.get("status") or {}).get("startTime")
+    if condition is None or not start:
+        return True
+    started = parse_time(start)
+    became = parse_time(condition.get("lastTransitionTime") or start)
+    if started + CPU_INITIALIZATION_PERIOD > now:
+        return condition.get("status") == "False" or figure.at < became + figure.window
+    return condition.get("status") == "False" and started + INITIAL_READINESS_DELAY > became
 
 
 def pod_requests(pods: list[Obj], resource: str) -> dict[str, float]:

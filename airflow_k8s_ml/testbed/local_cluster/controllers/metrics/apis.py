@@ -1,6 +1,6 @@
 """metrics-server and a Prometheus adapter in one controller: it serves ``metrics.k8s.io/v1beta1`` from the
 kubelet's cgroup readings and ``custom.metrics.k8s.io/v1beta2`` from the service proxy's request counts,
-and the HPA controller reads the same figures through :meth:`MetricsAPIs.pod_values` (one place that says
+and the HPA controller reads the same figures through :meth:`MetricsAPIs.pod_figures` (one place that says
 what a pod's metric is, whoever asks).
 
 Served paths (GET only, as upstream):
@@ -29,6 +29,7 @@ from ...store import Obj
 from ..base import Controller
 from ..deployment.replicaset_pods import is_active
 from . import shapes
+from .figures import Figure
 from .requests import RequestCounts
 
 if TYPE_CHECKING:
@@ -108,25 +109,26 @@ class MetricsAPIs(Controller):
         total = 0 if counts is None else counts.total if metric == "http_requests_total" else counts.errors
         return shapes.metric_value(pod, metric, str(total), now, None)
 
-    def pod_values(self, namespace: str, selector: LabelSelector, metric: str) -> dict[str, float]:
+    def pod_figures(self, namespace: str, selector: LabelSelector, metric: str) -> dict[str, Figure]:
         """Per running pod matching ``selector``: cpu (cores) or memory (bytes) from metrics.k8s.io, or a
-        custom metric's value; pods without figures are left out (the HPA counts them as missing)."""
-        values: dict[str, float] = {}
+        custom metric's value, as served; pods without figures are left out (the HPA counts them as
+        missing)."""
+        figures: dict[str, Figure] = {}
+        meter = self._meter()
         for pod in self.store.iter(PODS, namespace):
             if not _running(pod) or not _matches(pod, selector):
                 continue
+            name = pod["metadata"]["name"]
             if metric in ("cpu", "memory"):
-                usage = self._meter()
-                figures = usage.pod(pod["metadata"]["uid"]) if usage is not None else None
-                if figures is not None:
-                    values[pod["metadata"]["name"]] = sum(
-                        c.cores if metric == "cpu" else float(c.memory) for c in figures.containers
-                    )
+                usage = meter.pod(pod["metadata"]["uid"]) if meter is not None else None
+                if usage is not None:
+                    total = sum(c.cores if metric == "cpu" else float(c.memory) for c in usage.containers)
+                    figures[name] = Figure(total, usage.at, usage.window)
             elif metric in CUSTOM_POD_METRICS:
-                values[pod["metadata"]["name"]] = float(
-                    quantities.parse(self.custom_value(pod, metric)["value"])
-                )
-        return values
+                value = self.custom_value(pod, metric)
+                number, window = float(quantities.parse(value["value"])), value.get("windowSeconds") or 0
+                figures[name] = Figure(number, self.settings.clock.now(), float(window))
+        return figures
 
     # -- metrics.k8s.io ----------------------------------------------------------------------------
     async def serve_pod_metrics(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
