@@ -14,6 +14,7 @@ Served paths (GET only, as upstream):
 
 from __future__ import annotations
 
+import time
 from typing import TYPE_CHECKING
 
 from aiohttp import web
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
     from ...services import ClusterServices
 
 RATE = "http_requests_per_second"
+_FORGET_PERIOD = 10.0
 
 
 def _rt(group: str, version: str, plural: str) -> ResourceType:
@@ -70,6 +72,7 @@ class MetricsAPIs(Controller):
     def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
         self.requests = RequestCounts(self.settings.request_rate_window)
+        self._forgotten = 0.0
 
     def attach(self) -> None:
         self.cluster.register_reader(POD_METRICS, self.serve_pod_metrics)
@@ -77,9 +80,13 @@ class MetricsAPIs(Controller):
         self.cluster.register_reader(CUSTOM_PODS, self.serve_custom_metrics)
 
     def all_keys(self) -> list[tuple[str, str]]:
-        """Each resync forgets the counters of pods that are gone (nothing else to reconcile)."""
-        live = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.store.iter(PODS)}
-        self.requests.forget(live)
+        """A resync at most every ``_FORGET_PERIOD`` s forgets the counters of pods that are gone (nothing
+        else to reconcile)."""
+        now = time.monotonic()
+        if self.requests.pods and now - self._forgotten >= _FORGET_PERIOD:
+            self._forgotten = now
+            live = {(p["metadata"]["namespace"], p["metadata"]["name"]) for p in self.store.iter(PODS)}
+            self.requests.forget(live)
         return []
 
     # -- what a pod's figures are (the HPA reads these too) ---------------------------------------

@@ -63,6 +63,10 @@ class RequestCounts:
         counts = self._pods.get(pod)
         return counts if counts is not None and counts.uid == uid else None
 
+    @property
+    def pods(self) -> int:
+        return len(self._pods)
+
     def forget(self, live: set[PodKey]) -> None:
         """Drop the counters of pods that no longer exist."""
         for key in [k for k in self._pods if k not in live]:
