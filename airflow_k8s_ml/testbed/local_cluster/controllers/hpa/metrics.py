@@ -26,6 +26,7 @@ from ...errors import LocalClusterError
 from ...meta import parse_time
 from ..deployment.replicaset_pods import ready_condition
 from ..metrics.figures import Figure
+from ..metrics.shapes import quantity as format_quantity
 
 Obj = dict[str, Any]
 
@@ -92,12 +93,6 @@ class MetricError(LocalClusterError):
         super().__init__(outer)
         self.reason = reason
         self.inner = inner
-
-
-def format_quantity(value: float) -> str:
-    if value == int(value):
-        return str(int(value))
-    return f"{round(value * 1000)}m"
 
 
 def _number(value: Any) -> float:
