@@ -16,6 +16,8 @@ from typing import Any
 import pytest
 
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
+from tests.cluster_fixtures import admin
 from tests.integration.serving_helpers import context, run_task
 
 PORT = random.randint(20000, 40000)  # see test_inference_operator.PORT
@@ -61,7 +63,9 @@ def make(namespace: str, **overrides: Any) -> InferenceDeploymentOperator:
 
 
 @pytest.mark.usefixtures("kube_conn")
-def test_hpa_pdb_network_policy_applied_kept_and_pruned(namespace: str, api_client: Any) -> None:
+def test_hpa_pdb_network_policy_applied_kept_and_pruned(
+    namespace: str, api_client: Any, cluster: ClusterThread
+) -> None:
     from kubernetes import client
 
     apps = client.AppsV1Api(api_client)
@@ -84,7 +88,10 @@ def test_hpa_pdb_network_policy_applied_kept_and_pruned(namespace: str, api_clie
     assert peers[1].pod_selector.match_labels == {"role": "client"}
     assert policy.spec.ingress[0].ports[0].port == PORT
 
-    # The HPA scales up (done here by hand through /scale): a re-apply must not put it back to min.
+    # The HPA scales up (done here by hand through /scale): a re-apply must not put it back to min. The HPA
+    # reads real CPU figures, which for idle servers would take it back to 2 at its next sync: its metric is
+    # held at the target (80 %), where it keeps whatever count the Deployment has.
+    admin(cluster, "metrics", {"namespace": namespace, "name": "echo", "metric": "cpu", "value": 80})
     apps.patch_namespaced_deployment_scale("echo", namespace, {"spec": {"replicas": 3}})
     again = run_task(make(namespace), context("deploy"))
     assert again["changes"]["Deployment"] == "unchanged" and again["revision"] == 1
