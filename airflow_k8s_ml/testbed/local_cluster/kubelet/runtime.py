@@ -93,6 +93,11 @@ class ContainerProcess:
     def pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def instance(self) -> Instance:
+        """The instance's containment handle (``pods/exec`` joins it)."""
+        return self._instance
+
     def pids(self) -> list[int]:
         """Every live process of the instance, the main one included (blocking: reads /proc)."""
         return sorted({self._proc.pid, *self._instance.pids()})
