@@ -25,8 +25,8 @@ from .admission import pod_admission
 from .containment import Containment, detect
 from .deletion import POD_DELETE_RULE
 from .devices import GpuAllocator
-from .exec import exec_handler
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
+from .exec import exec_handler
 from .fit import TERMINAL_PHASES
 from .hostpath import deny_host_path
 from .lifecycle import StopRequest
