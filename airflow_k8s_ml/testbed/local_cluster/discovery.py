@@ -91,6 +91,8 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
 def _verbs(rt: ResourceType) -> tuple[str, ...]:
     if rt.virtual:
         return ()
+    if rt.answered:
+        return ("create",)
     if rt.plural == "namespaces":
         return ("create", "delete", "get", "list", "patch", "update", "watch")
     return ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -138,7 +140,7 @@ def openapi_document(group: str, version: str, unserved: Unserved = frozenset())
         return None
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
-    for rt in (t for t in types if not t.virtual):
+    for rt in (t for t in types if not t.virtual and not t.answered):
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         base = f"/{_gv_path(group, version)}"
         item = (

@@ -88,7 +88,7 @@ def _decode(message: str, data: bytes) -> dict[str, Any]:
         field = fields.get(str(number))
         if field is None:
             continue  # a field newer than the table: skipped, as proto2 keeps unknown fields aside
-        name, type_, label, flags = field
+        name, type_, label, _flags = field
         if label == "m":
             entry = _map_entry(type_, value)
             out.setdefault(name, {})[entry[0]] = entry[1]
@@ -96,7 +96,7 @@ def _decode(message: str, data: bytes) -> dict[str, Any]:
             out.setdefault(name, []).extend(_repeated(type_, wire, value))
         else:
             out[name] = _value(type_, wire, value)
-    for number, (name, type_, label, flags) in fields.items():
+    for name, type_, label, flags in fields.values():
         if name in out and label == "o" and _omitted(out[name], type_, flags):
             del out[name]
     return out
@@ -106,7 +106,7 @@ def _omitted(value: Any, type_: str, flags: int) -> bool:
     """What Go's JSON leaves out: a zero time (null) always; a zero non-pointer ``omitempty`` scalar."""
     if value is None:
         return True
-    if flags & _POINTER or not flags & _OMITEMPTY or not _is_scalar(type_) and type_ not in _SPECIAL:
+    if flags & _POINTER or not flags & _OMITEMPTY or (not _is_scalar(type_) and type_ not in _SPECIAL):
         return False
     return value in ("", 0, False) and not isinstance(value, dict)
 
