@@ -114,6 +114,10 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
     elif sub == "pendingworkloads":
         entry.update(verbs=["get"])
+    elif sub in ("exec", "portforward"):
+        entry.update(
+            kind="PodExecOptions" if sub == "exec" else "PodPortForwardOptions", verbs=["create", "get"]
+        )
     elif sub == "proxy":
         entry.update(kind="ServiceProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
     return entry

@@ -160,7 +160,14 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
         name_format="label",
     ),
-    ResourceType("", "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "eviction")),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        short_names=("po",),
+        subresources=("status", "log", "eviction", "exec", "portforward"),
+    ),
     ResourceType(
         "",
         "v1",

@@ -33,6 +33,7 @@ from .lifecycle import StopRequest
 from .logs import LogRegistry, log_handler
 from .network import HOST_IP, IpAllocator, loopback_range_usable
 from .node import node_object, node_status
+from .portforward import portforward_handler
 from .unsupported import UNSUPPORTED, unsupported_handler
 from .volumes import pod_dir
 from .worker import PodWorker
@@ -88,6 +89,9 @@ class Kubelet(Controller):
             self.pods_rt,
             "exec",
             exec_handler(self.pods_rt, self.store, self.worker_of, self.settings.state_dir / "exec-bin"),
+        )
+        self.cluster.register_subresource(
+            self.pods_rt, "portforward", portforward_handler(self.pods_rt, self.store, self.worker_of)
         )
         for name in UNSUPPORTED:
             self.cluster.register_subresource(self.pods_rt, name, unsupported_handler(name))
