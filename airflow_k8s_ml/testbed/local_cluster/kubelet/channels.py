@@ -72,8 +72,11 @@ def decode(protocol: Protocol, message: bytes | str) -> tuple[int, bytes] | None
     if isinstance(message, str):
         if not message:
             return None
-        payload = message[1:].encode()
-        return ord(message[0]) - ord("0"), base64.b64decode(payload) if protocol.base64 else payload
+        if protocol.base64:
+            return ord(message[0]) - ord("0"), base64.b64decode(message[1:])
+        # A binary protocol over a text message (the Python client sends str stdin so): the channel is
+        # the first character's code, the rest the payload.
+        return ord(message[0]), message[1:].encode()
     if not message:
         return None
     return message[0], bytes(message[1:])

@@ -34,7 +34,7 @@ from .. import errors, routing
 from . import channels
 from .containment import Instance
 from .lifecycle import Launch
-from .runtime import exit_code
+from .runtime import child_setup, exit_code
 
 if TYPE_CHECKING:
     from .worker import PodWorker
@@ -207,6 +207,8 @@ class _Session:
             self._kill()
             await exited
         inputs.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await inputs
         _, pending = await asyncio.wait(outputs, timeout=_DRAIN) if outputs else (set(), set())
         for task in pending:
             task.cancel()
@@ -220,7 +222,7 @@ class _Session:
     # -- process -----------------------------------------------------------------------------------
     def _spawn(self) -> subprocess.Popen[bytes]:
         """fork/exec in a worker thread, joined to the container's instance (cgroup or marker)."""
-        joined = _joiner(self.instance)
+        joined = child_setup(self.instance.preexec())
         creds = self.launch.credentials
         env = {**self.launch.env, **self.instance.env()}
         if self.asked.tty:
@@ -228,8 +230,7 @@ class _Session:
             self.master = master
 
             def setup() -> None:
-                if joined is not None:
-                    joined()
+                joined()
                 fcntl.ioctl(0, termios.TIOCSCTTY, 0)
 
             try:
@@ -354,11 +355,6 @@ class _Session:
 def _write_all(pipe: Any, data: bytes) -> None:
     pipe.write(data)
     pipe.flush()
-
-
-def _joiner(instance: Instance) -> Callable[[], None] | None:
-    """The container instance's cgroup join (None in tree mode, where the marker variable suffices)."""
-    return instance.preexec()
 
 
 async def _wait_exit(proc: subprocess.Popen[bytes]) -> int:
