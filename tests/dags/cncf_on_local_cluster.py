@@ -15,31 +15,17 @@ FAIL = "import sys; print('boom', flush=True); sys.exit(3)"
 
 def _job(task_id: str, code: str) -> KubernetesJobOperator:
     return KubernetesJobOperator(
-        task_id=task_id,
-        name=task_id.replace("_", "-"),
-        namespace="default",
-        image="python:3.11-slim",
-        cmds=["python", "-c", code],
-        deferrable=True,
-        wait_until_job_complete=True,
-        get_logs=True,
-        backoff_limit=0,
-        job_poll_interval=1,
-        kubernetes_conn_id="kubernetes_default",
+        task_id=task_id, name=task_id.replace("_", "-"), namespace="default", image="python:3.11-slim",
+        cmds=["python", "-c", code], deferrable=True, wait_until_job_complete=True, get_logs=True,
+        backoff_limit=0, job_poll_interval=1, kubernetes_conn_id="kubernetes_default",
     )
 
 
 def _pod(task_id: str, code: str) -> KubernetesPodOperator:
     return KubernetesPodOperator(
-        task_id=task_id,
-        name=task_id.replace("_", "-"),
-        namespace="default",
-        image="python:3.11-slim",
-        cmds=["python", "-c", code],
-        get_logs=True,
-        on_finish_action="delete_pod",
-        kubernetes_conn_id="kubernetes_default",
-        startup_timeout_seconds=60,
+        task_id=task_id, name=task_id.replace("_", "-"), namespace="default", image="python:3.11-slim",
+        cmds=["python", "-c", code], get_logs=True, on_finish_action="delete_pod",
+        kubernetes_conn_id="kubernetes_default", startup_timeout_seconds=60,
     )
 
 
@@ -52,18 +38,12 @@ with DAG("cncf_job_fails", schedule=None, start_date=START, catchup=False):
 with DAG("cncf_pod_fails", schedule=None, start_date=START, catchup=False):
     _pod("pod_fails", FAIL)
 
-
 with DAG("cncf_xcom", schedule=None, start_date=START, catchup=False):
     # The cncf provider's decorator with do_xcom_push: its pod gets the alpine XCom sidecar and a shared
     # emptyDir at /airflow/xcom; the provider reads return.json by pod exec and stops the sidecar by exec.
     @task.kubernetes(
-        image="python:3.11-slim",
-        namespace="default",
-        do_xcom_push=True,
-        get_logs=True,
-        on_finish_action="delete_pod",
-        kubernetes_conn_id="kubernetes_default",
-        startup_timeout_seconds=60,
+        image="python:3.11-slim", namespace="default", do_xcom_push=True, get_logs=True,
+        on_finish_action="delete_pod", kubernetes_conn_id="kubernetes_default", startup_timeout_seconds=60,
     )
     def compute() -> dict[str, object]:
         return {"answer": 42, "squares": [i * i for i in range(4)]}
