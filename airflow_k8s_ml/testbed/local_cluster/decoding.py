@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
-from .protobuf.wire import ProtobufError, decode_object
+from .protobuf.wire import ProtobufError, UnknownKind, decode_object
 from .schema import prune, schema_for, unknown_fields
 
 JSON_TYPES = ("application/json", "application/yaml", "application/apply-patch+yaml")
@@ -66,6 +66,8 @@ def decode_body(raw: bytes, content_type: str) -> Decoded:
     if media == "application/vnd.kubernetes.protobuf":
         try:
             return Decoded(decode_object(raw))
+        except UnknownKind as exc:
+            raise errors.unsupported_media_type(f"{media} ({exc})") from exc
         except ProtobufError as exc:
             raise errors.bad_request(f"error decoding protobuf: {exc}") from exc
     if media.startswith("application/vnd.kubernetes.protobuf"):

@@ -43,6 +43,10 @@ class ProtobufError(ValueError):
     """The body is not a Kubernetes protobuf message this table can read (the message says why)."""
 
 
+class UnknownKind(ProtobufError):
+    """A kind with no protobuf form (custom resources are JSON only: the apiserver answers 415)."""
+
+
 @functools.cache
 def _schema() -> dict[str, dict[str, list[Any]]]:
     loaded: dict[str, dict[str, list[Any]]] = json.loads(Path(__file__).with_name("schema.json").read_text())
@@ -71,7 +75,7 @@ def decode_object(raw: bytes) -> dict[str, Any]:
         raise ProtobufError(f"unsupported protobuf content encoding {envelope['contentEncoding']!r}")
     message = message_for(api_version, kind)
     if message not in _schema():
-        raise ProtobufError(f"no protobuf schema for {api_version}, Kind={kind}: send it as application/json")
+        raise UnknownKind(f"no protobuf schema for {api_version}, Kind={kind}: send it as application/json")
     body = _decode(message, base64.b64decode(envelope.get("raw", "")))
     return {"apiVersion": api_version, "kind": kind, **body}
 
