@@ -38,3 +38,23 @@ def test_resize_and_port_prefix() -> None:
     assert channels.resize(b'{"Width": 120, "Height": 40}') == (120, 40)
     assert channels.resize(b"nonsense") is None
     assert channels.port_prefix(8080) == b"\x90\x1f"
+
+
+def test_spdy_frames_round_trip_through_a_peer_codec() -> None:
+    """What one side writes (header blocks share one zlib stream per direction) the other side reads."""
+    from airflow_k8s_ml.testbed.local_cluster.kubelet import spdy
+
+    server, client = spdy.Codec(), spdy.Codec()
+    wire = (
+        server.syn_reply(1, {"StreamType": "error", "port": "8080"})
+        + server.syn_reply(3, {"streamtype": "data", "port": "8080"})  # the second block reuses the stream
+        + server.data(3, b"x" * 70_000)
+        + server.data(3, b"", fin=True)
+        + spdy.ping(7)
+    )
+    frames = client.feed(wire[:5]) + client.feed(wire[5:])  # a frame split across messages waits
+    assert [(f.kind, f.stream) for f in frames] == [(2, 1), (2, 3), (0, 3), (0, 3), (spdy.PING, 0)]
+    assert frames[0].headers == {"streamtype": "error", "port": "8080"}
+    assert frames[1].headers == {"streamtype": "data", "port": "8080"}
+    assert frames[2].data == b"x" * 70_000 and not frames[2].fin
+    assert frames[3].fin and frames[4].value == 7
