@@ -222,3 +222,33 @@ def test_port_forward_from_the_python_client(core: Any, namespace: str) -> None:
 
 def _ready(pod: Any) -> bool:
     return any(c.type == "Ready" and c.status == "True" for c in pod.status.conditions or [])
+
+
+def test_what_an_exec_starts_ends_with_the_pod(core: Any, namespace: str) -> None:
+    """A daemon started by exec (``setsid``, parent exits) lives in the container, and goes with the pod."""
+    _pod(core, namespace, "host", ["sh", "-c", SLEEPER])
+    out = stream(
+        core.connect_get_namespaced_pod_exec,
+        "host",
+        namespace,
+        command=["sh", "-c", "setsid sleep 4321 > /dev/null 2>&1 & echo $!"],
+        stdin=False,
+        stdout=True,
+        stderr=True,
+        tty=False,
+    )
+    pid = int(out.strip())
+    assert _alive(pid), "the exec'd daemon should outlive the exec session, as in a container"
+    core.delete_namespaced_pod("host", namespace, grace_period_seconds=1)
+    deadline = time.monotonic() + 60
+    while _alive(pid):
+        assert time.monotonic() < deadline, f"process {pid} started by exec outlived its pod by 60 s"
+        time.sleep(0.2)
+
+
+def _alive(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
