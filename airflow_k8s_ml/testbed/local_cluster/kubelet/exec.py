@@ -144,11 +144,11 @@ async def _shims(shim_dir: Path) -> Path:
 
     def write() -> Path:
         target = shim_dir / "pgrep"
-        if not target.exists():
+        script = f"#!{sys.executable}\n" + (Path(__file__).parent / "pgrep_shim.py").read_text()
+        if not target.exists() or target.read_text() != script:  # a state dir kept across upgrades
             shim_dir.mkdir(parents=True, exist_ok=True)
-            source = (Path(__file__).parent / "pgrep_shim.py").read_text()
             tmp = shim_dir / f".pgrep.{os.getpid()}"
-            tmp.write_text(f"#!{sys.executable}\n{source}")
+            tmp.write_text(script)
             tmp.chmod(0o755)
             tmp.replace(target)
         return shim_dir
