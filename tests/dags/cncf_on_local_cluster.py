@@ -6,7 +6,7 @@ from __future__ import annotations
 import pendulum
 from airflow.providers.cncf.kubernetes.operators.job import KubernetesJobOperator
 from airflow.providers.cncf.kubernetes.operators.pod import KubernetesPodOperator
-from airflow.sdk import DAG
+from airflow.sdk import DAG, task
 
 START = pendulum.datetime(2026, 1, 1, tz="UTC")
 OK = "import time; [print('step', i, flush=True) or time.sleep(0.2) for i in range(3)]; print('done')"
@@ -37,3 +37,19 @@ with DAG("cncf_job_fails", schedule=None, start_date=START, catchup=False):
 
 with DAG("cncf_pod_fails", schedule=None, start_date=START, catchup=False):
     _pod("pod_fails", FAIL)
+
+with DAG("cncf_xcom", schedule=None, start_date=START, catchup=False):
+    # The cncf provider's decorator with do_xcom_push: its pod gets the alpine XCom sidecar and a shared
+    # emptyDir at /airflow/xcom; the provider reads return.json by pod exec and stops the sidecar by exec.
+    @task.kubernetes(
+        image="python:3.11-slim", namespace="default", do_xcom_push=True, get_logs=True,
+        on_finish_action="delete_pod", kubernetes_conn_id="kubernetes_default", startup_timeout_seconds=60,
+    )
+    def compute() -> dict[str, object]:
+        return {"answer": 42, "squares": [i * i for i in range(4)]}
+
+    @task
+    def report(value: dict[str, object]) -> None:
+        print(f"xcom from the pod: {value!r}")
+
+    report(compute())

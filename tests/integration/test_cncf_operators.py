@@ -44,3 +44,13 @@ def test_a_failing_pod_fails_the_stock_operators(env: dict[str, str], dag_id: st
     assert result.returncode != 0, _tail(result)
     assert "> failed" in output and "new_state=failed" in output, _tail(result)
     assert "boom" in output
+
+
+def test_kubernetes_decorator_returns_its_value_through_xcom(env: dict[str, str]) -> None:
+    """``@task.kubernetes(do_xcom_push=True)``: the provider reads the sidecar's file by pod exec and
+    stops the sidecar by exec; the value reaches the downstream task."""
+    result = dags_test(env, "cncf_xcom")
+    output = result.stdout + result.stderr
+    assert result.returncode == 0, _tail(result)
+    assert "xcom from the pod: {'answer': 42, 'squares': [0, 1, 4, 9]}" in output, _tail(result)
+    assert output.count("new_state=success") == 2, _tail(result)

@@ -115,8 +115,10 @@ class LocalCluster:
         return obj
 
     def _install_controllers(self) -> None:
+        from . import authorization
         from .controllers import registry
 
+        authorization.attach(self)
         for factory in registry.controllers():
             controller = factory(self)
             controller.attach()

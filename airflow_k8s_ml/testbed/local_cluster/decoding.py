@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
+from .protobuf.wire import ProtobufError, UnknownKind, decode_object
 from .schema import prune, schema_for, unknown_fields
 
 JSON_TYPES = ("application/json", "application/yaml", "application/apply-patch+yaml")
@@ -59,8 +60,16 @@ class Decoded:
 
 
 def decode_body(raw: bytes, content_type: str) -> Decoded:
-    """Parse a request body; protobuf and other media types get 415 (we speak JSON only)."""
+    """Parse a request body: JSON, YAML, or Kubernetes protobuf for built-in kinds (what client-go's
+    typed clients, kubectl's ``create`` among them, always send: see :mod:`.protobuf.wire`)."""
     media = content_type.split(";")[0].strip().lower()
+    if media == "application/vnd.kubernetes.protobuf":
+        try:
+            return Decoded(decode_object(raw))
+        except UnknownKind as exc:
+            raise errors.unsupported_media_type(f"{media} ({exc})") from exc
+        except ProtobufError as exc:
+            raise errors.bad_request(f"error decoding protobuf: {exc}") from exc
     if media.startswith("application/vnd.kubernetes.protobuf"):
         raise errors.unsupported_media_type(media)
     if media in ("application/yaml", "application/apply-patch+yaml"):

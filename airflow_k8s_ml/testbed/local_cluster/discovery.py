@@ -92,6 +92,8 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
 def _verbs(rt: ResourceType) -> tuple[str, ...]:
     if rt.virtual:
         return rt.verbs
+    if rt.answered:
+        return ("create",)
     if rt.plural == "namespaces":
         return ("create", "delete", "get", "list", "patch", "update", "watch")
     return ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -113,6 +115,10 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
     elif sub == "pendingworkloads" or rt.kind == "MetricValueList":
         entry.update(verbs=["get"])
+    elif sub in ("exec", "portforward"):
+        entry.update(
+            kind="PodExecOptions" if sub == "exec" else "PodPortForwardOptions", verbs=["create", "get"]
+        )
     elif sub == "proxy":
         entry.update(kind="ServiceProxyOptions", verbs=["create", "delete", "get", "patch", "update"])
     return entry
@@ -139,7 +145,7 @@ def openapi_document(group: str, version: str, unserved: Unserved = frozenset())
         return None
     paths: dict[str, Any] = {}
     schemas: dict[str, Any] = {}
-    for rt in (t for t in types if not t.virtual):
+    for rt in (t for t in types if not t.virtual and not t.answered):
         gvk = {"group": rt.group, "version": rt.version, "kind": rt.kind}
         base = f"/{_gv_path(group, version)}"
         item = (

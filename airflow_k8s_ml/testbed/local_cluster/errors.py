@@ -142,8 +142,7 @@ def unsupported_media_type(content_type: str) -> StatusError:
         415,
         "UnsupportedMediaType",
         f"the body of the request was in an unknown format - accepted media types include: "
-        f'application/json, application/yaml (got "{content_type}"; '
-        "the local cluster speaks JSON only, not protobuf)",
+        f'application/json, application/yaml, application/vnd.kubernetes.protobuf (got "{content_type}")',
     )
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+#: The subresource name an ``answered`` kind's handler is registered under (its POST on the collection).
+ANSWER = ""
 ALL_VERBS = ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
 
 
@@ -34,6 +36,9 @@ class ResourceType:
     # such as Kueue's visibility.kueue.x-k8s.io, whose ``localqueues`` exist only as a path to
     # ``pendingworkloads``). Discovery lists it with no verbs, as the aggregated API server does.
     virtual: bool = False
+    # Created to be answered, never stored (upstream's review kinds, e.g. SelfSubjectAccessReview): POST on
+    # the collection only, handled by what a module registered as the subresource ``ANSWER``.
+    answered: bool = False
     # Discovery's singularName when it is not the kind's lower case (a virtual row's kind is its answer's).
     singular_name: str = ""
     # A deprecated version's warning, sent with every answer to a request at it (a CRD version's
@@ -197,7 +202,14 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         categories=(),
         name_format="label",
     ),
-    ResourceType("", "v1", "pods", "Pod", short_names=("po",), subresources=("status", "log", "eviction")),
+    ResourceType(
+        "",
+        "v1",
+        "pods",
+        "Pod",
+        short_names=("po",),
+        subresources=("status", "log", "eviction", "exec", "portforward"),
+    ),
     ResourceType(
         "",
         "v1",
@@ -256,6 +268,27 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         subresources=(),
         categories=(),
     ),
+    # What ``kubectl auth can-i`` creates (authorization.py answers them).
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectaccessreviews",
+        "SelfSubjectAccessReview",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+        answered=True,
+    ),
+    ResourceType(
+        "authorization.k8s.io",
+        "v1",
+        "selfsubjectrulesreviews",
+        "SelfSubjectRulesReview",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+        answered=True,
+    ),
     ResourceType("kubeflow.org", "v1", "pytorchjobs", "PyTorchJob", categories=("all", "kubeflow")),
     ResourceType("kubeflow.org", "v1", "tfjobs", "TFJob", categories=("all", "kubeflow")),
     # Kubeflow Trainer v2 and JobSet: their CRDs declare no short names and no categories.
@@ -294,6 +327,7 @@ PREFERRED_VERSIONS: dict[str, str] = {
     "policy": "v1",
     "networking.k8s.io": "v1",
     "discovery.k8s.io": "v1",
+    "authorization.k8s.io": "v1",
     "kubeflow.org": "v1",
     "trainer.kubeflow.org": "v1alpha1",
     "jobset.x-k8s.io": "v1alpha2",

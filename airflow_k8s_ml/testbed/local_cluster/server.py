@@ -35,7 +35,7 @@ from .decoding import (
 from .faults import Faults
 from .metrics import Metrics
 from .patch import apply_patch
-from .resources import ResourceType, Unserved, deprecation_warning
+from .resources import ANSWER, ResourceType, Unserved, deprecation_warning
 from .responses import JSON, json_response, status_response
 from .selectors import parse_field_selector, supported_fields
 from .services import SubresourceHandler
@@ -255,6 +255,11 @@ class ApiServer:
             if handler is None:
                 raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
             return await handler(request, target)
+        if target.rt.answered:  # created to be answered (a review): POST on the collection only
+            answer = self.cluster.subresources.get((target.rt.storage_key, ANSWER))
+            if answer is None or request.method != "POST" or target.name is not None:
+                raise errors.method_not_allowed()
+            return await answer(request, target)
         if target.rt.virtual:  # nothing stored: only its registered subresources exist
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
         verb = self._verbs.get((request.method, target.name is not None))

@@ -63,6 +63,8 @@ class RunningPod(Protocol):
     stop_event: asyncio.Event
     kill_now: asyncio.Event
     processes: set[ContainerProcess]
+    #: The running instance of each container, by name (what ``pods/exec`` runs beside).
+    running: dict[str, ContainerProcess]
     retry_interval: float
 
     @property
@@ -246,6 +248,7 @@ class ContainerRunner:
 
     async def _wait(self, proc: ContainerProcess) -> int:
         self.w.processes.add(proc)
+        self.w.running[self.name] = proc
         try:
             waiters = [
                 asyncio.ensure_future(e.wait()) for e in (self.w.stop_event, self._probe_kill, self._halted)
@@ -268,6 +271,8 @@ class ContainerRunner:
             if not proc.exited.done():  # cancelled (cluster stopping): never leave the process behind
                 proc.signal(signal.SIGKILL)
             self.w.processes.discard(proc)
+            if self.w.running.get(self.name) is proc:
+                del self.w.running[self.name]
 
     async def _check_ports(self) -> None:
         """A declared TCP port someone else already listens on (a host process on ``0.0.0.0:PORT``) would

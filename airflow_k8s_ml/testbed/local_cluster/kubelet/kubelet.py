@@ -26,12 +26,14 @@ from .containment import Containment, detect
 from .deletion import POD_DELETE_RULE
 from .devices import GpuAllocator
 from .eviction import DEFAULT_PRESSURE_MESSAGE, add_condition, disruption_condition, eviction_handler
+from .exec import exec_handler
 from .fit import TERMINAL_PHASES
 from .hostpath import deny_host_path
 from .lifecycle import StopRequest
 from .logs import LogRegistry, log_handler
 from .network import HOST_IP, IpAllocator, loopback_range_usable
 from .node import node_object, node_status
+from .portforward import portforward_handler
 from .unsupported import UNSUPPORTED, unsupported_handler
 from .usage import UsageMeter
 from .volumes import pod_dir
@@ -93,6 +95,14 @@ class Kubelet(Controller):
         self.cluster.register_subresource(
             self.pods_rt, "eviction", eviction_handler(self.store, self.pods_rt)
         )
+        self.cluster.register_subresource(
+            self.pods_rt,
+            "exec",
+            exec_handler(self.pods_rt, self.store, self.worker_of, self.settings.state_dir / "exec-bin"),
+        )
+        self.cluster.register_subresource(
+            self.pods_rt, "portforward", portforward_handler(self.pods_rt, self.store, self.worker_of)
+        )
         for name in UNSUPPORTED:
             self.cluster.register_subresource(self.pods_rt, name, unsupported_handler(name))
         self.cluster.register_admin_action("evict", self.evict)
@@ -138,6 +148,10 @@ class Kubelet(Controller):
             return None
 
         return resolve
+
+    def worker_of(self, namespace: str, name: str) -> PodWorker | None:
+        """The worker running the pod (``pods/exec`` and ``pods/portforward`` reach it)."""
+        return self.workers.get((namespace, name))
 
     def lookup(self, plural: str, namespace: str, name: str) -> Obj | None:
         """A Secret or ConfigMap of the pod's namespace (for env and volumes)."""

@@ -17,6 +17,7 @@ import contextlib
 import os
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -93,6 +94,11 @@ class ContainerProcess:
     def pid(self) -> int:
         return self._proc.pid
 
+    @property
+    def instance(self) -> Instance:
+        """The instance's containment handle (``pods/exec`` joins it)."""
+        return self._instance
+
     def pids(self) -> list[int]:
         """Every live process of the instance, the main one included (blocking: reads /proc)."""
         return sorted({self._proc.pid, *self._instance.pids()})
@@ -157,6 +163,30 @@ class ContainerProcess:
         return await asyncio.shield(self.exited)
 
 
+_CATCHABLE = tuple(
+    s for s in signal.valid_signals() if s not in (signal.SIGKILL, signal.SIGSTOP) and s < signal.SIGRTMIN
+)
+
+
+def child_setup(join: Callable[[], None] | None) -> Callable[[], None]:
+    """What runs in a container's child between fork and exec: default signal dispositions and an empty
+    signal mask, as a container runtime starts every process, then ``join`` (the instance's cgroup).
+
+    Why: a kubelet started in the background of a non-interactive shell ignores SIGINT and SIGQUIT, and
+    ignored signals survive exec: a container's ``trap "exit 0" INT`` (the cncf provider's XCom sidecar)
+    would then never fire, as POSIX shells may not trap a signal ignored on entry."""
+
+    def setup() -> None:
+        for sig in _CATCHABLE:
+            with contextlib.suppress(OSError, ValueError):
+                signal.signal(sig, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_SETMASK, ())
+        if join is not None:
+            join()
+
+    return setup
+
+
 def _popen(
     argv: list[str], env: dict[str, str], cwd: Path, instance: Instance, creds: Credentials
 ) -> subprocess.Popen[bytes]:
@@ -169,7 +199,7 @@ def _popen(
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         start_new_session=True,
-        preexec_fn=instance.preexec(),
+        preexec_fn=child_setup(instance.preexec()),
         user=creds.uid,
         group=creds.gid,
         extra_groups=list(creds.groups) if creds.groups is not None else None,

@@ -1,4 +1,4 @@
-"""Pod subresources the local cluster does not serve (``exec``, ``attach``, ``portforward``), answered
+"""Pod subresources the local cluster does not serve (``attach``), answered
 clearly instead of with a bare 404: containers are host processes without a TTY or network namespace."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from aiohttp import web
 
 from .. import errors, routing
 
-UNSUPPORTED = ("exec", "attach", "portforward")
+UNSUPPORTED = ("attach",)
 
 
 def unsupported_handler(

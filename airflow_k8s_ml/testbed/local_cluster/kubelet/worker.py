@@ -102,6 +102,7 @@ class PodWorker:
         self.stop_event = asyncio.Event()
         self.kill_now = asyncio.Event()
         self.processes: set[ContainerProcess] = set()
+        self.running: dict[str, ContainerProcess] = {}
         self.start_time = time.time()
         self.retry_interval = min(self.settings.crashloop_backoff_base, 2.0)
         self._sidecars: list[tuple[ContainerRunner, asyncio.Future[None]]] = []
@@ -379,6 +380,14 @@ class PodWorker:
     # -- how a container is launched ---------------------------------------------------------------
     def launch_spec(self, container: Obj) -> Launch:
         """argv, environment and working directory of the next instance (raises ConfigError)."""
+        return self._launch(container, None, None)
+
+    def exec_launch(self, container: Obj, command: list[str], shims: Path) -> Launch:
+        """How ``pods/exec`` runs ``command`` in ``container``: the container's environment, working
+        directory and user, its mount paths rewritten in the arguments, ``shims`` first on PATH."""
+        return self._launch(container, command, shims)
+
+    def _launch(self, container: Obj, exec_command: list[str] | None, shims: Path | None) -> Launch:
         name, image = str(container.get("name", "")), str(container.get("image", ""))
         message_path = container.get("terminationMessagePath") or "/dev/termination-log"
         mounts = mount_table(
@@ -402,12 +411,16 @@ class PodWorker:
         command = [expand(rewrite(str(x)), mapping) for x in container.get("command") or []]
         args = [expand(rewrite(str(x)), mapping) for x in container.get("args") or []]
         argv = [*images.command_prefix(self.settings.images, image), *command, *args]
+        if exec_command is not None:  # exec'd arguments are taken literally (no $(VAR) expansion)
+            argv = [rewrite(x) for x in exec_command]
         if not argv:
             raise CreateContainerError(
                 f'no command specified: the local cluster runs commands on the host and image "{image}" '
                 "has no command prefix rule; set the container's command"
             )
         env = {**self._base_env(), **service_env, **spec_env}
+        if shims is not None:
+            env["PATH"] = f"{shims}:{env.get('PATH', '')}"
         if not (self.pod.get("spec") or {}).get("hostNetwork"):
             env.update(bind_shim_env(self.pod_ip, spec_env.get("PYTHONPATH")))
         credentials = self._credentials(container, image)
