@@ -41,7 +41,7 @@ class Argument(Record):
 
 class RunArguments(Record):
     """What the runner takes for every kind: the raw manifest, where, with which connections, resume, the
-    Airflow-side deadlines, the finish and how to wait."""
+    Airflow-side deadlines and disruption limit, the finish and how to wait."""
 
     manifest: Mapping[str, Any] | str | None = None
     namespace: str | None = None
@@ -58,6 +58,7 @@ class RunArguments(Record):
     poll_interval: float = 30.0
     stream_logs: bool = True
     log_lines: int = 50
+    max_disruptions: int | None = 5
 
 
 class PodArguments(Record):

@@ -202,6 +202,7 @@ class TrainJobOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

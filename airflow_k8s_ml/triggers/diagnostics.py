@@ -138,7 +138,7 @@ def final_event(
     log_cursor: dict[str, Any] | None = None,
 ) -> WorkloadEvent:
     """The event a final report sends, with the diagnostics it asked for (a failure names its first failed
-    pod in the message) and when Kueue admitted the job."""
+    pod in the message), when Kueue admitted the job, and the pods the cluster took away while it waited."""
     decision = report.decision
     message = None
     if decision.verdict == "failed" and report.diagnose is not None:
@@ -146,7 +146,8 @@ def final_event(
     event = WorkloadEvent.decided(
         decision, target, message=message, pods=list(reports), warnings=list(warnings), log_cursor=log_cursor
     )
-    return replace(event, admitted_at=report.admitted_at) if report.admitted_at else event
+    disruptions = [d.to_payload() for d in report.said.disrupted]
+    return replace(event, admitted_at=report.admitted_at, disruptions=disruptions)
 
 
 def event_report(
