@@ -89,14 +89,15 @@ class PodArguments(Record):
 
 
 class ObjectArguments(Record):
-    """The created object's own fields every kind shares (Kueue queue, labels, Kubernetes-side limits) and
-    the gang scheduler its pods are placed by."""
+    """The created object's own fields every kind shares (Kueue queue, labels, Kubernetes-side limits), the
+    gang scheduler its pods are placed by, and the PodDisruptionBudget created with a distributed run."""
 
     queue_name: str | None = None
     labels: Mapping[str, str] | None = None
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     gang_scheduler: str | None = None
+    disruption_budget: bool = False
 
 
 def declared(*groups: type[Record], refused: Collection[str] = ()) -> tuple[Argument, ...]:

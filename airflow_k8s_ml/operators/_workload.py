@@ -110,6 +110,10 @@ class _WorkloadOperator(_Runner):
     :param poll_interval: seconds between status reads when polling (sync mode, trigger fallback).
     :param stream_logs: relay pod logs into the task log while waiting.
     :param log_lines: how many last log lines per pod go into the task log on failure.
+    :param disruption_budget: PyTorchJob, TFJob, TrainJob: create a policy/v1 PodDisruptionBudget with the
+        workload that keeps every replica (``minAvailable`` = all of them), owned by the workload (removed
+        with it), so a drain's evictions wait (429) until the run ends (:mod:`.manifests.disruption_budget`;
+        a TrainJob needs ``num_nodes``). Default False.
     :param max_disruptions: how many of the workload's pods the cluster may take away (evictions, drains,
         preemptions: condition ``DisruptionTarget``) in one attempt before the task fails with
         ``evicted N times`` and the workload is deleted (default 5; None: no limit; 0: the first one
@@ -165,6 +169,7 @@ class _WorkloadOperator(_Runner):
     stream_logs: bool
     log_lines: int
     max_disruptions: int | None
+    disruption_budget: bool
 
     def __init__(self, **kwargs: Any) -> None:
         """BaseOperator's arguments (``task_id``, ``retries``, ...). The kind's arguments are listed by the
@@ -374,7 +379,11 @@ class _WorkloadOperator(_Runner):
         client = self._client(args.namespace)
         namespace = args.namespace or client.namespace
         # Everything validated before the first API call: a bad rendered value creates nothing.
-        self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
+        rendered = self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
+        if self._declared("disruption_budget"):
+            from airflow_k8s_ml.manifests.disruption_budget import disruption_budget
+
+            disruption_budget(rendered)
 
         decision = self._decide(context, client, key, namespace, self.api_version, self.kind)
         if isinstance(decision, ReturnResult):
@@ -484,6 +493,8 @@ class _WorkloadOperator(_Runner):
             created = client.get(self.api_version, self.kind, placement.name, namespace) or {}
         meta = created.get("metadata") or {}
         self.log.info("created %s %s/%s (uid %s)", self.kind, namespace, placement.name, meta.get("uid"))
+        if self._declared("disruption_budget") and meta.get("uid"):
+            self._create_budget(client, {**obj, "metadata": {**obj["metadata"], **meta}}, str(meta["uid"]))
         return WorkloadRecord(
             kind=self.kind,
             api_version=self.api_version,
@@ -493,6 +504,27 @@ class _WorkloadOperator(_Runner):
             attempt=decision.attempt,
             submitted_at=submitted_at,
             resumed_from=resume_uri,
+        )
+
+    def _create_budget(self, client: KubeClient, created: Mapping[str, Any], uid: str) -> None:
+        """The run's PodDisruptionBudget (``disruption_budget``), owned by the workload so it goes with it.
+        Created right after the workload: its pods do not run yet, so no drain can slip between the two.
+        Already there (a relaunch of the same name): kept."""
+        from airflow_k8s_ml.kube.errors import ApiError
+        from airflow_k8s_ml.manifests.disruption_budget import disruption_budget
+
+        budget = disruption_budget(created, owner_uid=uid)
+        try:
+            client.create(budget)
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+        spec = budget["spec"]
+        self.log.info(
+            "created PodDisruptionBudget %s/%s (minAvailable %s: a drain waits until the run ends)",
+            created["metadata"].get("namespace"),
+            budget["metadata"]["name"],
+            spec["minAvailable"],
         )
 
     def _resolve_resume(self, args: WorkloadArgs[Any]) -> str | None:

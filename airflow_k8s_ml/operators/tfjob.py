@@ -148,6 +148,7 @@ class TFJobOperator(_WorkloadOperator):
         labels: Mapping[str, str] | None = None,
         active_deadline_seconds: int | None = None,
         ttl_seconds_after_finished: int | None = None,
+        disruption_budget: bool = False,
         manifest: Mapping[str, Any] | str | None = None,
         namespace: str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",

@@ -187,6 +187,7 @@ class TrainJobOperator(_WorkloadOperator):
         queue_name: str | None = None,
         labels: Mapping[str, str] | None = None,
         active_deadline_seconds: int | None = None,
+        disruption_budget: bool = False,
         manifest: Mapping[str, Any] | str | None = None,
         namespace: str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
