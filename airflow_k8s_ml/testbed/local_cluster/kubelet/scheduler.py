@@ -18,6 +18,7 @@ from ..resources import lookup
 from ..store import Change, Obj
 from . import fit
 from .node import node_labels
+from .taint_eviction import tolerates
 
 PODS = lookup("", "v1", "pods")
 CLAIMS = lookup("", "v1", "persistentvolumeclaims")
@@ -50,6 +51,8 @@ class Scheduler(Controller):
 
     def keys_for(self, change: Change) -> Iterable[ObjKey]:
         if change.storage_key == ("", "persistentvolumeclaims") and change.type == "ADDED":
+            return self.all_keys()
+        if change.storage_key == ("", "nodes"):  # a taint removed lets pending pods be placed
             return self.all_keys()
         if change.storage_key != ("", "pods"):
             return ()
@@ -91,9 +94,25 @@ class Scheduler(Controller):
                 return fit.unschedulable_message([], f'persistentvolumeclaim "{claim}" not found')
         if fit.selector_mismatch(pod, node_labels(self.settings)):
             return fit.unschedulable_message(["node(s) didn't match Pod's node affinity/selector"])
+        untolerated = self._untolerated_taint(pod)
+        if untolerated is not None:  # the TaintToleration filter: NoSchedule and NoExecute taints
+            key, value = untolerated.get("key", ""), untolerated.get("value", "")
+            return fit.unschedulable_message([f"node(s) had untolerated taint {{{key}: {value}}}"])
         used = fit.used_resources(self.store.iter(PODS), self.settings.node_name, pod["metadata"]["uid"])
         reasons = fit.insufficient(fit.pod_requests(pod), used, fit.node_capacity(self.settings.capacity))
         return fit.unschedulable_message(reasons) if reasons else None
+
+    def _untolerated_taint(self, pod: Obj) -> Obj | None:
+        nodes = lookup("", "v1", "nodes")
+        assert nodes is not None
+        node = self.store.find(nodes, "", self.settings.node_name) or {}
+        tolerations = (pod.get("spec") or {}).get("tolerations") or []
+        for taint in (node.get("spec") or {}).get("taints") or []:
+            if taint.get("effect") not in ("NoSchedule", "NoExecute"):
+                continue
+            if not any(tolerates(t, taint) for t in tolerations):
+                return dict(taint)
+        return None
 
     def _bind(self, pod: Obj) -> None:
         assert PODS is not None
