@@ -74,7 +74,11 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
         jobs = batch.list_namespaced_job(NAMESPACE, label_selector=f"{TASK_ID_LABEL}={TASK}").items
         return next((j for j in jobs if j.metadata.uid not in existing), None)
 
-    job = wait_until("the run's training Job", new_job, timeout=300).metadata.name
+    try:
+        job = wait_until("the run's training Job", new_job, timeout=600).metadata.name
+    except AssertionError as exc:
+        states = {ti["task_id"]: ti["state"] for ti in production.rest.task_instances(DAG, run_id)}
+        raise AssertionError(f"{exc}; task states: {states}") from None
 
     def log() -> list[str]:
         return production.log_lines(DAG, run_id, TASK, 1)
@@ -82,7 +86,9 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
     evicted: list[str] = []
     for epoch in (1, 2):  # the first pod after epoch 1, its replacement after epoch 2
         wait_until(
-            f"epoch {epoch} in the task log", lambda e=epoch: f"epoch={e}/{EPOCHS}" in epoch_lines(log())
+            f"epoch {epoch} in the task log",
+            lambda e=epoch: f"epoch={e}/{EPOCHS}" in epoch_lines(log()),
+            timeout=300,
         )
         pod = wait_until("a running training pod", lambda: training_pod(core, job, set(evicted)), timeout=120)
         evict(core, pod.metadata.name)
@@ -98,7 +104,7 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
     for name in evicted:
         assert any(f"pod {name} disrupted: EvictionByEvictionAPI" in line for line in lines), name
     resumed = [
-        int(m.group(1)) for line in lines if (m := re.search(r"resuming from \S+/step-(\d+)/ \(step", line))
+        int(m.group(1)) for line in lines if (m := re.search(r"resuming from \S+/checkpoints/nightly/\S+/step-(\d+)/ \(step", line))
     ]
     assert len(resumed) >= 2 and resumed == sorted(resumed) and resumed[0] >= 1, resumed  # never from scratch
     result = production.rest.xcom(DAG, run_id, TASK)
