@@ -1,6 +1,6 @@
 """A PyTorchJob's worker evicted mid-run (training-operator v1 semantics, docs/operators.md): with
-``restart_policy="OnFailure"`` (the operator's default) the controller recreates the deleted pod
-under the same name, the run goes on and the task succeeds in one attempt, the disruption counted in the XCom and named in
+``restart_policy="OnFailure"`` (the operator's default) the controller recreates the deleted pod under its
+name, the run goes on and the task succeeds in one attempt, the disruption counted in the XCom and named in
 the log. Real HTTP: the operator, the trigger, the local cluster's PyTorchJob controller, the Eviction API."""
 
 from __future__ import annotations

@@ -104,7 +104,9 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
     for name in evicted:
         assert any(f"pod {name} disrupted: EvictionByEvictionAPI" in line for line in lines), name
     resumed = [
-        int(m.group(1)) for line in lines if (m := re.search(r"resuming from \S+/checkpoints/nightly/\S+/step-(\d+)/ \(step", line))
+        int(m.group(1))
+        for line in lines
+        if (m := re.search(r"resuming from \S+/checkpoints/nightly/\S+/step-(\d+)/ \(step", line))
     ]
     assert len(resumed) >= 2 and resumed == sorted(resumed) and resumed[0] >= 1, resumed  # never from scratch
     result = production.rest.xcom(DAG, run_id, TASK)

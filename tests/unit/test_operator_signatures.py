@@ -72,7 +72,7 @@ def test_only_the_trainjob_and_the_tfjob_refuse_shared_arguments_and_single_pod_
     for operator in (FineTuneJobOperator, BatchInferenceJobOperator):
         assert set(operator.workload.refused) == {"disruption_budget"}
         assert "disruption_budget" not in inspect.signature(operator).parameters
-    with pytest.raises(TypeError, match="disruption_budget.*evicted and replaced"):
+    with pytest.raises(TypeError, match=r"disruption_budget.*evicted and replaced"):
         FineTuneJobOperator(task_id="t", image="python:3.11", disruption_budget=True)
 
 
