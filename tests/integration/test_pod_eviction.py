@@ -209,3 +209,53 @@ def test_a_noexecute_taint_deletes_the_pods_that_do_not_tolerate_it_as_disruptio
     finally:
         core.patch_node(node, {"spec": {"taints": None}})
     _running(core, namespace, "late")  # placed once the taint is gone
+
+
+def test_a_higher_priority_pod_preempts_a_lower_one_as_a_disruption(
+    core: client.CoreV1Api, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Priority admission and DefaultPreemption as upstream: the class sets the pod's priority, a pod that
+    does not fit evicts the lower-priority one (``DisruptionTarget`` ``PreemptionByScheduler``, a
+    ``Preempted`` event) and runs once the victim is gone; an unknown class is refused."""
+    scheduling = client.SchedulingV1Api(api_client)
+    high = f"high-{namespace}"[:63]
+    scheduling.create_priority_class({"metadata": {"name": high}, "value": 1000})
+    try:
+        low = pod_body("low", _SLEEPER, terminationGracePeriodSeconds=1)
+        low["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "5"}}
+        core.create_namespaced_pod(namespace, low)
+        _running(core, namespace, "low")
+        before = core.read_namespaced_pod("low", namespace).metadata.resource_version
+
+        urgent = pod_body("urgent", _SLEEPER, terminationGracePeriodSeconds=1)
+        urgent["spec"]["priorityClassName"] = high
+        urgent["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "5"}}
+        created = core.create_namespaced_pod(namespace, urgent)
+        assert created.spec.priority == 1000
+
+        seen = watch_pod(
+            core, namespace, "low", lambda p: p.metadata.deletion_timestamp is not None, since=before
+        )
+        target = condition(seen[-1], "DisruptionTarget")
+        assert (target.status, target.reason, target.message) == (
+            "True",
+            "PreemptionByScheduler",
+            "default-scheduler: preempting to accommodate a higher priority pod",
+        )
+        events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=low").items
+        assert any(
+            e.reason == "Preempted" and e.message.startswith(f"Preempted by pod {created.metadata.uid}")
+            for e in events
+        )
+        _running(core, namespace, "urgent")
+
+        unknown = pod_body("unknown", _SLEEPER)
+        unknown["spec"]["priorityClassName"] = "no-such-class"
+        with pytest.raises(client.ApiException) as refused:
+            core.create_namespaced_pod(namespace, unknown)
+        assert refused.value.status == 403
+        assert json.loads(refused.value.body)["message"] == (
+            'pods "unknown" is forbidden: no PriorityClass with name no-such-class was found'
+        )
+    finally:
+        scheduling.delete_priority_class(high)
