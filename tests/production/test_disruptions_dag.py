@@ -84,10 +84,10 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
         return production.log_lines(DAG, run_id, TASK, 1)
 
     evicted: list[str] = []
-    for epoch in (1, 2):  # the first pod after epoch 1, its replacement after epoch 2
+    for step in (1, 2):  # the first pod once it committed step 1, its replacement once it committed step 2
         wait_until(
-            f"epoch {epoch} in the task log",
-            lambda e=epoch: f"epoch={e}/{EPOCHS}" in epoch_lines(log()),
+            f"checkpoint step {step} in the task log",
+            lambda s=step: any(f"checkpoint step={s} uri=" in line for line in log()),
             timeout=300,
         )
         pod = wait_until("a running training pod", lambda: training_pod(core, job, set(evicted)), timeout=120)
@@ -108,10 +108,12 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
         for line in lines
         if (m := re.search(r"resuming from \S+/checkpoints/nightly/\S+/step-(\d+)/ \(step", line))
     ]
-    assert len(resumed) >= 2 and resumed == sorted(resumed) and resumed[0] >= 1, resumed  # never from scratch
+    # each replacement resumed from the newest checkpoint its predecessor committed, never from scratch
+    assert len(resumed) == 2 and resumed[0] >= 1 and resumed[1] >= 2 and resumed[1] > resumed[0], resumed
     result = production.rest.xcom(DAG, run_id, TASK)
     assert result["attempts"] == 1 and result["disruptions"]["count"] == 2, result["disruptions"]
     run_label = batch.read_namespaced_job(job, NAMESPACE).metadata.labels[RUN_ID_LABEL]
     assert len(batch.list_namespaced_job(NAMESPACE, label_selector=f"{RUN_ID_LABEL}={run_label}").items) == 1
     gate = production.rest.xcom(DAG, run_id, "checkpoint_gate")
     assert gate["step"] == EPOCHS  # the final step count, as without evictions
+    assert epoch_lines(lines)[-1] == f"epoch={EPOCHS}/{EPOCHS}"
