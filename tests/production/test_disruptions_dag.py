@@ -113,7 +113,8 @@ def test_the_nightly_training_pod_evicted_twice_succeeds_in_its_first_try(produc
     result = production.rest.xcom(DAG, run_id, TASK)
     assert result["attempts"] == 1 and result["disruptions"]["count"] == 2, result["disruptions"]
     run_label = batch.read_namespaced_job(job, NAMESPACE).metadata.labels[RUN_ID_LABEL]
-    assert len(batch.list_namespaced_job(NAMESPACE, label_selector=f"{RUN_ID_LABEL}={run_label}").items) == 1
+    selector = f"{RUN_ID_LABEL}={run_label},{TASK_ID_LABEL}={TASK}"  # the run's batch scoring Job is another
+    assert len(batch.list_namespaced_job(NAMESPACE, label_selector=selector).items) == 1
     gate = production.rest.xcom(DAG, run_id, "checkpoint_gate")
     assert gate["step"] == EPOCHS  # the final step count, as without evictions
     assert epoch_lines(lines)[-1] == f"epoch={EPOCHS}/{EPOCHS}"
