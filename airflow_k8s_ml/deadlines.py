@@ -12,6 +12,12 @@ argument, payload key, expiry, log line, error message, docs:
 | ``startup_timeout`` | pods scheduled but not running (images, containers) | the phase's start |
 | ``run_timeout`` | from the first running pod, through restarts | the first container start |
 | ``deadline`` | the whole wait: a duration, or an absolute time | the attempt's submission |
+| ``max_disruptions`` | pods the cluster took away (``DisruptionTarget``), not a time | the wait's start |
+
+``max_disruptions`` is a count, not a time, but it is a budget of the same wait and ends it the same way
+(the workload deleted, the task failed with what ran out): it travels here so both waits read it where they
+read the others. None: no limit (sensors, and operators given None); the operators default to
+:data:`DEFAULT_MAX_DISRUPTIONS`.
 
 With no argument, ``admission_timeout`` and ``startup_timeout`` still apply: :data:`DEFAULT_ADMISSION_TIMEOUT`
 (6 hours: a busy queue, a GPU node being added by an autoscaler) and :data:`DEFAULT_STARTUP_TIMEOUT`
@@ -39,7 +45,9 @@ from airflow_k8s_ml.k8s.record import Record
 __all__ = [
     "DEADLINE_NAMES",
     "DEFAULT_ADMISSION_TIMEOUT",
+    "DEFAULT_MAX_DISRUPTIONS",
     "DEFAULT_STARTUP_TIMEOUT",
+    "DISRUPTION_LIMIT",
     "PHASE_BUDGETS",
     "Deadlines",
     "Expiry",
@@ -53,6 +61,13 @@ DEADLINE_NAMES = ("admission_timeout", "startup_timeout", "run_timeout", "deadli
 #: The budgets a task gets when it sets none (see the module docstring for why these values).
 DEFAULT_ADMISSION_TIMEOUT = timedelta(hours=6)
 DEFAULT_STARTUP_TIMEOUT = timedelta(minutes=30)
+#: The budget of disruptions (evictions, preemptions) one attempt survives, by its argument name.
+DISRUPTION_LIMIT = "max_disruptions"
+#: Its default on the operators: a spot night sees one to three interruptions; more than five in one
+#: attempt means the pods are being taken again and again (a node drained in a loop, a priority class
+#: preempted on every admission), each costing up to a checkpoint interval, and failing with the count says
+#: so where waiting on would only burn the budget of the night (docs/checkpoints.md).
+DEFAULT_MAX_DISRUPTIONS = 5
 #: Tracked phase (``status.deadline_phase``) -> the budget spent in it.
 PHASE_BUDGETS: Mapping[str, str] = {
     "admission": "admission_timeout",
@@ -123,6 +138,19 @@ def _is_number(text: str) -> bool:
     return True
 
 
+def _count(value: object, field: str) -> int | None:
+    """A whole number of at least 0 (None: no limit); anything else is an error naming ``field``."""
+    if value is None:
+        return None
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, str) and value.strip().isdigit():
+        value = int(value.strip())
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValidationError(field, f"must be a whole number >= 0 (or None: no limit), got {value!r}")
+    return value
+
+
 def _deadline(value: object, field: str = "deadline") -> Limit | None:
     """``deadline``: a duration (timedelta or seconds) or an absolute time (datetime or ISO 8601 text, what
     ``{{ (logical_date + macros.timedelta(hours=6)).isoformat() }}`` renders to)."""
@@ -170,6 +198,7 @@ class Deadlines(Record):
     startup_timeout: timedelta | None = None
     run_timeout: timedelta | None = None
     deadline: Limit | None = None
+    max_disruptions: int | None = None
 
     @classmethod
     def parse(
@@ -179,6 +208,7 @@ class Deadlines(Record):
         startup_timeout: object = None,
         run_timeout: object = None,
         deadline: object = None,
+        max_disruptions: object = None,
     ) -> Deadlines:
         """The one converter from what a DAG (or a payload) holds; errors name the argument."""
         return cls(
@@ -186,6 +216,7 @@ class Deadlines(Record):
             startup_timeout=to_timedelta(startup_timeout, "startup_timeout"),
             run_timeout=to_timedelta(run_timeout, "run_timeout"),
             deadline=_deadline(deadline),
+            max_disruptions=_count(max_disruptions, DISRUPTION_LIMIT),
         )
 
     def with_defaults(self, *, admission_timeout: float | None, startup_timeout: float | None) -> Deadlines:
@@ -196,6 +227,7 @@ class Deadlines(Record):
             startup_timeout=self.startup_timeout or to_timedelta(startup_timeout, "startup_timeout"),
             run_timeout=self.run_timeout,
             deadline=self.deadline,
+            max_disruptions=self.max_disruptions,
         )
 
     def is_empty(self) -> bool:
@@ -210,6 +242,8 @@ class Deadlines(Record):
                 payload[name] = value.isoformat()
             else:
                 payload[name] = value.total_seconds() if value is not None else None
+        if self.max_disruptions is not None:  # absent when unset: an older triggerer reads the payload
+            payload[DISRUPTION_LIMIT] = self.max_disruptions
         return payload
 
     @classmethod
@@ -217,7 +251,7 @@ class Deadlines(Record):
         """Back from :meth:`to_payload` (also reads the keys of the previous version's payloads)."""
         values: dict[str, object] = {}
         for key, value in (payload or {}).items():
-            name = key if key in DEADLINE_NAMES else _LEGACY_KEYS.get(key)
+            name = key if key in (*DEADLINE_NAMES, DISRUPTION_LIMIT) else _LEGACY_KEYS.get(key)
             if name is None:
                 known = ", ".join(DEADLINE_NAMES)
                 raise ValidationError("deadlines", f"unknown deadline {key!r}; known: {known}")

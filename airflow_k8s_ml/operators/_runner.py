@@ -82,6 +82,8 @@ class _Runner(BaseOperator):
     poll_interval: Any = 30.0
     stream_logs: bool = True
     log_lines: int = 50
+    #: Workload operators take it (default 5); the serving operators wait for no pod to be disrupted.
+    max_disruptions: Any = None
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -118,6 +120,7 @@ class _Runner(BaseOperator):
             poll_interval=self.poll_interval,
             stream_logs=self.stream_logs,
             log_lines=self.log_lines,
+            max_disruptions=self.max_disruptions,
             templated_ok=templated_ok,
         )
 

@@ -41,7 +41,7 @@ class Argument(Record):
 
 class RunArguments(Record):
     """What the runner takes for every kind: the raw manifest, where, with which connections, resume, the
-    Airflow-side deadlines, the finish and how to wait."""
+    Airflow-side deadlines and disruption limit, the finish and how to wait."""
 
     manifest: Mapping[str, Any] | str | None = None
     namespace: str | None = None
@@ -58,6 +58,7 @@ class RunArguments(Record):
     poll_interval: float = 30.0
     stream_logs: bool = True
     log_lines: int = 50
+    max_disruptions: int | None = 5
 
 
 class PodArguments(Record):
@@ -88,14 +89,15 @@ class PodArguments(Record):
 
 
 class ObjectArguments(Record):
-    """The created object's own fields every kind shares (Kueue queue, labels, Kubernetes-side limits) and
-    the gang scheduler its pods are placed by."""
+    """The created object's own fields every kind shares (Kueue queue, labels, Kubernetes-side limits), the
+    gang scheduler its pods are placed by, and the PodDisruptionBudget created with a distributed run."""
 
     queue_name: str | None = None
     labels: Mapping[str, str] | None = None
     active_deadline_seconds: int | None = None
     ttl_seconds_after_finished: int | None = None
     gang_scheduler: str | None = None
+    disruption_budget: bool = False
 
 
 def declared(*groups: type[Record], refused: Collection[str] = ()) -> tuple[Argument, ...]:

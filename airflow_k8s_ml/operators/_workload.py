@@ -110,6 +110,16 @@ class _WorkloadOperator(_Runner):
     :param poll_interval: seconds between status reads when polling (sync mode, trigger fallback).
     :param stream_logs: relay pod logs into the task log while waiting.
     :param log_lines: how many last log lines per pod go into the task log on failure.
+    :param disruption_budget: PyTorchJob, TFJob, TrainJob: create a policy/v1 PodDisruptionBudget with the
+        workload that keeps every replica (``minAvailable`` = all of them), owned by the workload (removed
+        with it), so a drain's evictions wait (429) until the run ends (:mod:`.manifests.disruption_budget`;
+        a TrainJob needs ``num_nodes``). Default False.
+    :param max_disruptions: how many of the workload's pods the cluster may take away (evictions, drains,
+        preemptions: condition ``DisruptionTarget``) in one attempt before the task fails with
+        ``evicted N times`` and the workload is deleted (default 5; None: no limit; 0: the first one
+        fails). Each disruption below it is replaced at once and resumes from the newest checkpoint, and
+        is not a failure (docs/checkpoints.md). The count and the time lost are in the XCom's
+        ``disruptions``.
 
     :param gang_scheduler: ``"volcano"``: the pods are scheduled by Volcano as one gang (``schedulerName``,
         and for a PyTorchJob the PodGroup annotation and ``minAvailable``: :mod:`.manifests.gang`).
@@ -158,6 +168,8 @@ class _WorkloadOperator(_Runner):
     poll_interval: float
     stream_logs: bool
     log_lines: int
+    max_disruptions: int | None
+    disruption_budget: bool
 
     def __init__(self, **kwargs: Any) -> None:
         """BaseOperator's arguments (``task_id``, ``retries``, ...). The kind's arguments are listed by the
@@ -367,7 +379,11 @@ class _WorkloadOperator(_Runner):
         client = self._client(args.namespace)
         namespace = args.namespace or client.namespace
         # Everything validated before the first API call: a bad rendered value creates nothing.
-        self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
+        rendered = self._render_object(args, self._placement(args, key, namespace, resume_uri=None))
+        if self._declared("disruption_budget"):
+            from airflow_k8s_ml.manifests.disruption_budget import disruption_budget
+
+            disruption_budget(rendered)
 
         decision = self._decide(context, client, key, namespace, self.api_version, self.kind)
         if isinstance(decision, ReturnResult):
@@ -466,6 +482,8 @@ class _WorkloadOperator(_Runner):
             created = client.get(self.api_version, self.kind, placement.name, namespace) or {}
         meta = created.get("metadata") or {}
         self.log.info("created %s %s/%s (uid %s)", self.kind, namespace, placement.name, meta.get("uid"))
+        if self._declared("disruption_budget") and meta.get("uid"):
+            self._create_budget(client, {**obj, "metadata": {**obj["metadata"], **meta}}, str(meta["uid"]))
         return WorkloadRecord(
             kind=self.kind,
             api_version=self.api_version,
@@ -475,6 +493,27 @@ class _WorkloadOperator(_Runner):
             attempt=decision.attempt,
             submitted_at=submitted_at,
             resumed_from=resume_uri,
+        )
+
+    def _create_budget(self, client: KubeClient, created: Mapping[str, Any], uid: str) -> None:
+        """The run's PodDisruptionBudget (``disruption_budget``), owned by the workload so it goes with it.
+        Created right after the workload: its pods do not run yet, so no drain can slip between the two.
+        Already there (a relaunch of the same name): kept."""
+        from airflow_k8s_ml.kube.errors import ApiError
+        from airflow_k8s_ml.manifests.disruption_budget import disruption_budget
+
+        budget = disruption_budget(created, owner_uid=uid)
+        try:
+            client.create(budget)
+        except ApiError as exc:
+            if not exc.conflict:
+                raise
+        spec = budget["spec"]
+        self.log.info(
+            "created PodDisruptionBudget %s/%s (minAvailable %s: a drain waits until the run ends)",
+            created["metadata"].get("namespace"),
+            budget["metadata"]["name"],
+            spec["minAvailable"],
         )
 
     def _resolve_resume(self, args: WorkloadArgs[Any]) -> str | None:
@@ -518,6 +557,7 @@ class _WorkloadOperator(_Runner):
             record.identity(), state, record.attempt, record.resumed_from, event.admitted_at
         )
         result.update(self.workload.collect(client, record))  # before on_finish may delete the pods
+        result["disruptions"] = self._disruptions(event)
         self._remember(context, replace(record, result=result))
         self.log.info("%s %s/%s succeeded (%s)", record.kind, record.namespace, record.name, result["reason"])
         if self.on_finish in ("delete", "delete_on_success"):
@@ -527,8 +567,34 @@ class _WorkloadOperator(_Runner):
             )
         return result
 
+    def _disruptions(self, event: WorkloadEvent) -> dict[str, Any]:
+        """The XCom's ``disruptions``: the count and the time lost
+        (:func:`~airflow_k8s_ml.status.disruption.summary`), measured against the commit times of the
+        checkpoints under ``checkpoint_uri`` (read only when there was a disruption; unreadable: each
+        disruption's lost time counts from its pod's start)."""
+        from airflow_k8s_ml.status.disruption import Disruption, summary
+
+        disruptions = [Disruption.from_payload(d) for d in event.disruptions]
+        if not disruptions:
+            return summary([])
+        return summary(disruptions, self._checkpoint_times())
+
+    def _checkpoint_times(self) -> list[str]:
+        uri = self._declared("checkpoint_uri")
+        if not uri:
+            return []
+        from airflow_k8s_ml.checkpoints import CheckpointStore
+
+        try:
+            store = CheckpointStore(str(uri), aws_conn_id=self.aws_conn_id)
+            return [c.created_at for c in store.list() if c.complete and c.created_at]
+        except Exception as exc:  # the figure is a nicety: the task's outcome never depends on it
+            self.log.warning("could not read the checkpoints under %s for the lost time: %s", uri, exc)
+            return []
+
     def _remember_outcome(self, context: Context, record: WorkloadRecord, event: WorkloadEvent) -> None:
-        """Leave how the attempt ended in ``task_state_store`` (the Training tab shows where it stopped)."""
+        """Leave how the attempt ended in ``task_state_store`` (the Training tab shows where it stopped and
+        how often the cluster took its pods)."""
         from airflow_k8s_ml.operators.outcome import OUTCOME_KEY, outcome_record
 
         store = context.get("task_state_store")
@@ -536,6 +602,7 @@ class _WorkloadOperator(_Runner):
             outcome = outcome_record(
                 record.attempt, event.outcome, event.workload_state, event.expired_deadline, time.time()
             )
+            outcome["disruptions"] = self._disruptions(event)
             store.set(OUTCOME_KEY, outcome)
 
 

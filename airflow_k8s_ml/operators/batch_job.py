@@ -30,7 +30,7 @@ from airflow_k8s_ml.operators._batch_uris import (
 )
 from airflow_k8s_ml.operators._kind import WorkloadArgs, WorkloadKind
 from airflow_k8s_ml.operators._workload import _WorkloadOperator
-from airflow_k8s_ml.operators.training import check_job, render_job
+from airflow_k8s_ml.operators.training import JOB_REFUSES_BUDGET, check_job, render_job
 
 if TYPE_CHECKING:  # the signature's annotations are text; these are for type checkers
     from datetime import datetime, timedelta
@@ -85,6 +85,7 @@ BATCH_INFERENCE_JOB: WorkloadKind[BatchJobArguments] = WorkloadKind(
     check=check_uris,
     env=uri_env,
     result=with_output,
+    refused=JOB_REFUSES_BUDGET,
 )
 
 
@@ -176,6 +177,7 @@ class BatchInferenceJobOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         if command is None and manifest is None:

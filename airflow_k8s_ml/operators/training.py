@@ -147,8 +147,20 @@ def _render_pytorchjob(args: WorkloadArgs[PyTorchJobArguments], placement: Place
     )
 
 
+#: Why a single-pod Job takes no PodDisruptionBudget (the fine-tune and batch-inference Jobs).
+JOB_REFUSES_BUDGET = {
+    "disruption_budget": (
+        "a Job's single pod is better evicted and replaced (it resumes from its newest checkpoint) than "
+        "kept from a drain; disruption_budget protects distributed runs"
+    ),
+}
 FINETUNE_JOB: WorkloadKind[JobArguments] = WorkloadKind(
-    kind="Job", api_version="batch/v1", arguments=JobArguments, check_spec=check_job, render=render_job
+    kind="Job",
+    api_version="batch/v1",
+    arguments=JobArguments,
+    check_spec=check_job,
+    render=render_job,
+    refused=JOB_REFUSES_BUDGET,
 )
 PYTORCHJOB: WorkloadKind[PyTorchJobArguments] = WorkloadKind(
     kind="PyTorchJob",
@@ -231,6 +243,7 @@ class FineTuneJobOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -292,6 +305,7 @@ class PyTorchJobOperator(_WorkloadOperator):
         active_deadline_seconds: int | None = None,
         ttl_seconds_after_finished: int | None = None,
         gang_scheduler: str | None = None,
+        disruption_budget: bool = False,
         manifest: Mapping[str, Any] | str | None = None,
         namespace: str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
@@ -307,6 +321,7 @@ class PyTorchJobOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -187,6 +187,7 @@ class TrainJobOperator(_WorkloadOperator):
         queue_name: str | None = None,
         labels: Mapping[str, str] | None = None,
         active_deadline_seconds: int | None = None,
+        disruption_budget: bool = False,
         manifest: Mapping[str, Any] | str | None = None,
         namespace: str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
@@ -202,6 +203,7 @@ class TrainJobOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)

@@ -52,6 +52,7 @@ class WaitSettings(Record):
         poll_interval: Any,
         stream_logs: bool,
         log_lines: Any,
+        max_disruptions: Any = None,
         templated_ok: bool = False,
     ) -> WaitSettings:
         """Parse the raw arguments; errors name the argument. ``templated_ok`` (parse time): templated
@@ -65,6 +66,7 @@ class WaitSettings(Record):
             startup_timeout=_given(startup_timeout, templated_ok),
             run_timeout=_given(run_timeout, templated_ok),
             deadline=_given(deadline, templated_ok),
+            max_disruptions=_given(max_disruptions, templated_ok),
         )
         if not templated_ok:  # at run time: the default budgets for the ones not set (never endless)
             from airflow_k8s_ml.config import default_budgets

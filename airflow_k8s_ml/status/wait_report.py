@@ -28,7 +28,7 @@ from typing import Any, Literal
 
 from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.status.clock import PhaseClock, phase_reason
-from airflow_k8s_ml.status.disruption import disruption_of
+from airflow_k8s_ml.status.disruption import Disruption, count_text, disrupted_pods
 from airflow_k8s_ml.status.kueue import (
     PositionAsked,
     QueueState,
@@ -54,6 +54,7 @@ __all__ = [
     "Report",
     "Said",
     "events_ask",
+    "over_limit",
     "position_ask",
     "report",
 ]
@@ -82,14 +83,15 @@ class Pace:
 class Said:
     """What a wait carries from one look to the next: the phase clock, and what it already said or asked -
     the queue state last logged, the last position ask and its answer (None: no position known), the
-    rollout counts last logged, the uids of the pods already named as disrupted."""
+    rollout counts last logged, the pods already named as disrupted (each once, oldest first: the count
+    ``max_disruptions`` limits, and the XCom's)."""
 
     clock: PhaseClock = field(default_factory=PhaseClock)
     queue: QueueState | None = None
     asked: PositionAsked | None = None
     pending: Mapping[str, Any] | None = None
     rollout: RolloutProgress | None = None
-    disrupted: tuple[str, ...] = ()
+    disrupted: tuple[Disruption, ...] = ()
     #: ``pod/cause`` of every stuck cause already named (each is said once per pod).
     stuck: frozenset[str] = frozenset()
     #: The pods' Warning events last read (:func:`events_ask`), and when.
@@ -273,20 +275,34 @@ def _disruptions(target: Target, look: Look, decision: Decision, said: Said) -> 
     obj = look.obj
     if obj is None or _replaced(target, obj):
         return said, None
-    uid, texts, seen = uid_of(obj), [], list(said.disrupted)
-    for pod in [*(look.pods or ()), *look.gone_pods]:
-        condition = disruption_of(pod)
-        if condition is None or uid_of(pod) in seen or not owned_by(pod, uid):
-            continue
-        seen.append(uid_of(pod))
-        name = (pod.get("metadata") or {}).get("name")
-        texts.append(f"pod {name} disrupted: {condition.get('reason')}: {condition.get('message')}")
-    if not texts:
+    uid, known = uid_of(obj), {d.uid for d in said.disrupted}
+    mine = [pod for pod in [*(look.pods or ()), *look.gone_pods] if owned_by(pod, uid)]
+    new = [d for d in disrupted_pods(mine) if d.uid not in known]
+    if not new:
         return said, None
+    seen = (*said.disrupted, *new)
+    texts = [f"pod {d.pod} disrupted: {d.reason}: {d.message}" for d in new]
     text = f"{target.what}: {'; '.join(texts)} (disruption {len(seen)}; not counted as a failure, the " + (
         "replacement resumes from the newest complete checkpoint)"
     )
-    return replace(said, disrupted=tuple(seen)), Line("warning", text)
+    return replace(said, disrupted=seen), Line("warning", text)
+
+
+def over_limit(target: Target, decision: Decision, said: Said, deadlines: Deadlines) -> Decision:
+    """The decision once the disruptions seen pass ``max_disruptions``: a ``deadline`` outcome (the
+    operator deletes the workload and fails the task) whose message counts them - ``evicted 3 times`` or
+    ``disrupted 3 times (2 evicted, 1 preempted)``. A finished workload stays finished: the limit ends a
+    wait, it does not undo a success."""
+    limit = deadlines.max_disruptions
+    if decision.done or limit is None or len(said.disrupted) <= limit:
+        return decision
+    pods = ", ".join(f"{d.pod} ({d.reason})" for d in said.disrupted)
+    message = (
+        f"{target.what} {count_text(said.disrupted)} in this attempt, over max_disruptions {limit}: {pods}. "
+        "Each was replaced and resumed from its newest checkpoint; the workload was deleted. Find out why "
+        "its pods keep being taken (drains, preemption, spot interruptions) or raise max_disruptions."
+    )
+    return replace(decision, verdict="deadline", message=message, expired="max_disruptions")
 
 
 #: The lines said after the decision, in order: ``(target, look, decision, said) -> (said, line or None)``.
@@ -337,6 +353,10 @@ def report(
         said, line = say(target, look, decision, said)
         if line is not None:
             said_lines.append(line)
+    limited = over_limit(target, decision, said, deadlines)
+    if limited is not decision:
+        decision = limited
+        said_lines.append(Line("warning", f"{target.what}: {decision.message}"))
     said = _spoken(target, look, decision, said, said_lines, now, pace)
     admitted_at = queue.admitted_at if queue is not None else None
     return Report(

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.kube.resources import replica_name
 from airflow_k8s_ml.status import WorkloadState, pod_problem
+from airflow_k8s_ml.status.disruption import disruption_of
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 if TYPE_CHECKING:
@@ -66,7 +67,9 @@ def _killed(pod: Mapping[str, Any]) -> bool:
 
 
 def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
-    """Pods that failed or are stuck, earliest exit first (pods that never exited after, by name).
+    """Pods that failed or are stuck: a pod the cluster took away (``DisruptionTarget``) first - a kind that
+    cannot ignore a disruption fails *because* of it, and its controller then stops the others - then
+    earliest exit first (pods that never exited after, by name).
 
     ``finishedAt`` has whole seconds: when a node fails and its JobSet (or Job) terminates the others at
     once, they all finish in the same second, and the one that exited on its own, not by a signal, is the
@@ -74,9 +77,32 @@ def failed_pods(pods: Iterable[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
     chosen = [
         pod
         for pod in pods
-        if (pod.get("status") or {}).get("phase") == "Failed" or _terminations(pod) or pod_problem(pod)
+        if (pod.get("status") or {}).get("phase") == "Failed"
+        or _terminations(pod)
+        or pod_problem(pod)
+        or disruption_of(pod)
     ]
-    return sorted(chosen, key=lambda p: (_first_exit(p) == "", _first_exit(p), _killed(p), replica_name(p)))
+    return sorted(
+        chosen,
+        key=lambda p: (
+            disruption_of(p) is None,
+            _first_exit(p) == "",
+            _first_exit(p),
+            _killed(p),
+            replica_name(p),
+        ),
+    )
+
+
+def _problem(pod: Mapping[str, Any]) -> str:
+    """What happened to the pod: ``disrupted by the cluster (EvictionByEvictionAPI: ...)`` first when the
+    cluster took it, then its container's problem."""
+    problem = pod_problem(pod) or str((pod.get("status") or {}).get("reason") or "")
+    disruption = disruption_of(pod)
+    if disruption is None:
+        return problem
+    taken = f"disrupted by the cluster ({disruption.get('reason')}: {disruption.get('message')})"
+    return f"{taken}; {problem}" if problem else taken
 
 
 def pod_report(pod: Mapping[str, Any], last_lines: Sequence[str]) -> dict[str, Any]:
@@ -86,7 +112,7 @@ def pod_report(pod: Mapping[str, Any], last_lines: Sequence[str]) -> dict[str, A
     return {
         "replica": replica_name(pod),
         "pod": str((pod.get("metadata") or {}).get("name") or "?"),
-        "problem": pod_problem(pod) or str((pod.get("status") or {}).get("reason") or ""),
+        "problem": _problem(pod),
         "exit_code": first.get("exitCode") if first else None,
         "finished_at": str(first.get("finishedAt") or "") if first else "",
         "last_lines": [line[:MAX_LINE] for line in list(last_lines)[-20:]],
@@ -138,7 +164,7 @@ def final_event(
     log_cursor: dict[str, Any] | None = None,
 ) -> WorkloadEvent:
     """The event a final report sends, with the diagnostics it asked for (a failure names its first failed
-    pod in the message) and when Kueue admitted the job."""
+    pod in the message), when Kueue admitted the job, and the pods the cluster took away while it waited."""
     decision = report.decision
     message = None
     if decision.verdict == "failed" and report.diagnose is not None:
@@ -146,7 +172,8 @@ def final_event(
     event = WorkloadEvent.decided(
         decision, target, message=message, pods=list(reports), warnings=list(warnings), log_cursor=log_cursor
     )
-    return replace(event, admitted_at=report.admitted_at) if report.admitted_at else event
+    disruptions = [d.to_payload() for d in report.said.disrupted]
+    return replace(event, admitted_at=report.admitted_at, disruptions=disruptions)
 
 
 def event_report(

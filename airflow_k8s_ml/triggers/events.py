@@ -36,6 +36,8 @@ class WorkloadEvent:
     workload and its pods; ``log_cursor``: per replica, the last log line relayed (``{"ts": ..., "n": ...}``)
     so whoever reads the logs next starts after it. ``admitted_at``: when Kueue admitted a queued workload
     (its Workload's ``Admitted`` condition turned True), None when it was not queued or Kueue is absent.
+    ``disruptions``: the workload's pods the cluster took away while this wait watched
+    (:meth:`~airflow_k8s_ml.status.disruption.Disruption.to_payload`, oldest first).
     """
 
     outcome: str
@@ -50,6 +52,7 @@ class WorkloadEvent:
     pods: list[dict[str, Any]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     admitted_at: str | None = None
+    disruptions: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         if self.outcome not in OUTCOMES:
@@ -122,6 +125,7 @@ class WorkloadEvent:
             "pods": copy.deepcopy(self.pods),
             "warnings": list(self.warnings),
             "admitted_at": self.admitted_at,
+            "disruptions": copy.deepcopy(self.disruptions),
         }
 
     @classmethod
@@ -140,4 +144,5 @@ class WorkloadEvent:
             pods=copy.deepcopy(list(payload.get("pods") or [])),
             warnings=[str(w) for w in payload.get("warnings") or []],
             admitted_at=payload.get("admitted_at") or None,
+            disruptions=copy.deepcopy(list(payload.get("disruptions") or [])),
         )

@@ -104,7 +104,21 @@ def _workload_rows(view: TrainingView) -> list[tuple[str, str]]:
         rows.append(("Workload state", f"{text} <span class='note'>[{escape(view.state_source)}]</span>"))
     if view.live_phase:
         rows.append(("Phase", escape(view.live_phase)))
+    if view.disruptions is not None:
+        rows.append(("Disruptions", _disruption_text(view.disruptions)))
     return rows
+
+
+def _disruption_text(figures: Mapping[str, Any]) -> str:
+    """``2 (lost 1m 30s): pod-a EvictionByEvictionAPI, pod-b TerminationByKubelet``: each replaced and
+    resumed from its newest checkpoint; lost: redone work (docs/checkpoints.md)."""
+    count = int(figures.get("count") or 0)
+    if not count:
+        return "none"
+    lost = figures.get("lost_seconds")
+    text = f"{count} (lost {duration(lost)})" if lost is not None else str(count)
+    pods = [f"{p.get('pod')} {p.get('reason')}" for p in figures.get("pods") or ()]
+    return escape(text + (": " + ", ".join(pods) if pods else ""))
 
 
 def _checkpoint_rows(view: TrainingView) -> list[tuple[str, str]]:

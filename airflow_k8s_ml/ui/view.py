@@ -69,6 +69,9 @@ class TrainingView:
     series: dict[str, list[tuple[int, float]]] = field(default_factory=dict)
     #: the metrics the checkpoint table shows (at most :data:`MAX_DRAWN`)
     columns: tuple[str, ...] = ()
+    #: how often the cluster took the workload's pods this attempt and the time it cost (the XCom's
+    #: ``disruptions``, or a failed attempt's recorded outcome); None: not known
+    disruptions: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """JSON for ``/training/data.json`` (the browser test compares it with the manifests)."""
@@ -106,6 +109,7 @@ class TrainingView:
             "stopped": self.stopped,
             "notes": list(self.notes),
             "series": {name: [list(pair) for pair in pairs] for name, pairs in self.series.items()},
+            "disruptions": self.disruptions,
         }
 
 
@@ -207,7 +211,24 @@ def build_view(
         notes=notes + _omitted_notes(points, omitted),
         series=_series(points, columns),
         columns=columns,
+        disruptions=_disruptions(result, _current_outcome(facts, record)),
     )
+
+
+def _disruptions(result: dict[str, Any], outcome: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The count and the lost time, from a success's XCom or a failed attempt's outcome (the
+    ``max_disruptions`` failure is one); a malformed value (the XCom is the user's to push) is not shown."""
+    for source in (result, outcome or {}):
+        figures = source.get("disruptions")
+        if isinstance(figures, dict) and isinstance(figures.get("count"), int):
+            lost = figures.get("lost_seconds")
+            pods = [p for p in figures.get("pods") or [] if isinstance(p, dict)]
+            return {
+                "count": figures["count"],
+                "lost_seconds": lost if isinstance(lost, int | float) else None,
+                "pods": pods,
+            }
+    return None
 
 
 def _workload(
@@ -316,7 +337,11 @@ def _stopped(
     if outcome:
         reason = outcome.get("reason") or outcome.get("outcome")
         expired = outcome.get("expired_deadline") or outcome.get("deadline_phase")  # or a former record
-        ending = f"{expired} expired" if expired else f"the workload {outcome.get('phase')}: {reason}"
+        ending = f"the workload {outcome.get('phase')}: {reason}"
+        if expired == "max_disruptions":  # a count, not a time: the disruption figures say how many
+            ending = "disrupted more often than max_disruptions allows"
+        elif expired:
+            ending = f"{expired} expired"
         message = outcome.get("message")
         text += f"; {ending}" + (f" ({message})" if message else "")
     if facts.end_date is not None:

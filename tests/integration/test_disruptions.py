@@ -7,6 +7,7 @@ names both disruptions. No mocks: the local cluster's Job controller, the real t
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -15,15 +16,44 @@ from kubernetes import client
 
 import airflow_k8s_ml
 from airflow_k8s_ml.checkpoints import CheckpointStore
+from airflow_k8s_ml.errors import DeadlineExceeded
 from airflow_k8s_ml.operators import FineTuneJobOperator
 from tests.cluster_fixtures import wait_for
 
 from .training_helpers import execute_until_deferred, jobs, make_context, pods, resume
+from .training_helpers import finetune as sleeper
 
 pytest.importorskip("torch")
 
 EPOCHS = 4
 pytestmark = pytest.mark.usefixtures("kube_conn")
+
+
+class Background:
+    """The trigger and the operator's finish running in a thread while the test disrupts the pods: the live
+    wait sees every disruption as it happens (the drained pod too, before it is gone)."""
+
+    def __init__(self, op: Any, deferred: Any, context: dict[str, Any]) -> None:
+        self.result: Any = None
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, args=(op, deferred, context), daemon=True)
+        self.thread.start()
+
+    def _run(self, op: Any, deferred: Any, context: dict[str, Any]) -> None:
+        try:
+            self.result = resume(op, deferred, context)
+        except BaseException as exc:  # handed to the test
+            self.error = exc
+
+    def join(self, timeout: float) -> None:
+        self.thread.join(timeout)
+        assert not self.thread.is_alive(), f"the wait did not end within {timeout} s"
+
+
+def evict(core: Any, namespace: str, name: str) -> None:
+    """A drain's eviction (the Eviction API, as kubectl drain sends it)."""
+    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=name, namespace=namespace))
+    core.create_namespaced_pod_eviction(name, namespace, eviction)
 
 
 def finetune(namespace: str, base: str) -> FineTuneJobOperator:
@@ -76,11 +106,11 @@ def test_a_job_evicted_twice_resumes_each_time_and_succeeds_in_one_attempt(
     context = make_context("train")
     op = finetune(namespace, base)
     deferred = execute_until_deferred(op, context)
+    waiting = Background(op, deferred, context)
 
     wait_for(lambda: committed(tmp_path, 1), timeout=60)
     first = wait_for(lambda: running_pod(core, namespace, set()), timeout=10)
-    eviction = client.V1Eviction(metadata=client.V1ObjectMeta(name=first.metadata.name, namespace=namespace))
-    core.create_namespaced_pod_eviction(first.metadata.name, namespace, eviction)  # a drain
+    evict(core, namespace, first.metadata.name)  # a drain
 
     second = wait_for(lambda: running_pod(core, namespace, {first.metadata.name}), timeout=30)
     done_before = max(s for s in range(1, EPOCHS + 1) if committed(tmp_path, s))
@@ -89,9 +119,15 @@ def test_a_job_evicted_twice_resumes_each_time_and_succeeds_in_one_attempt(
         lambda: cluster.cluster.admin_actions["evict"]({"namespace": namespace, "name": second.metadata.name})
     )
 
-    result = resume(op, deferred, context)
+    waiting.join(timeout=180)
+    assert waiting.error is None, f"the task failed: {waiting.error!r}"
+    result = waiting.result
 
     assert result["state"]["phase"] == "succeeded" and result["attempts"] == 1
+    figures = result["disruptions"]
+    assert figures["count"] == 2, figures
+    assert [p["reason"] for p in figures["pods"]] == ["EvictionByEvictionAPI", "TerminationByKubelet"]
+    assert figures["lost_seconds"] is not None and figures["lost_seconds"] >= 0, figures
     found = jobs(batch, namespace)
     assert len(found) == 1 and not found[0].status.failed  # neither disruption was counted
     final = CheckpointStore(base).latest_complete()
@@ -99,8 +135,34 @@ def test_a_job_evicted_twice_resumes_each_time_and_succeeds_in_one_attempt(
     assert [c.step for c in CheckpointStore(base).list() if c.complete] == list(range(1, EPOCHS + 1))
     log = capsys.readouterr()
     text = log.out + log.err
-    # This harness runs the trigger only after both evictions, when the drained pod is already gone from the
-    # API: the wait names the pod still there (a live trigger's pod watch sees the drained one too).
+    assert f"pod {first.metadata.name} disrupted: EvictionByEvictionAPI" in text
     assert f"pod {second.metadata.name} disrupted: TerminationByKubelet: The node was low on resource" in text
     assert f"[{second.metadata.name}] resuming from {base}/step-1/ (step 1)" in text  # not from scratch
     assert f"resuming from {base}/step-{done_before}/ (step {done_before})" in text
+
+
+def test_disruptions_past_max_disruptions_fail_the_task_with_the_count_and_leave_nothing(
+    batch: Any, core: Any, namespace: str, capsys: Any
+) -> None:
+    code = "import time; print('training', flush=True); time.sleep(300)"
+    op = sleeper("train", namespace, code, max_disruptions=1, backoff_limit=0, poll_interval=0.5)
+    context = make_context("train")
+    waiting = Background(op, execute_until_deferred(op, context), context)
+
+    taken: set[str] = set()
+    for _ in range(2):
+        pod = wait_for(lambda: running_pod(core, namespace, taken), timeout=60)
+        evict(core, namespace, pod.metadata.name)
+        taken.add(pod.metadata.name)
+
+    waiting.join(timeout=120)
+    assert isinstance(waiting.error, DeadlineExceeded), (
+        f"expected the disruption budget, got {waiting.error!r}"
+    )
+    message = str(waiting.error)
+    assert "evicted 2 times in this attempt, over max_disruptions 1" in message, message
+    assert all(name in message for name in taken), message
+    assert waiting.error.deadline == "max_disruptions"
+    assert jobs(batch, namespace) == []  # the workload was deleted with its pods: zero objects left
+    assert pods(core, namespace) == []
+    assert "BackoffLimitExceeded" not in message

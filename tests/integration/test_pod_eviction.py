@@ -149,3 +149,113 @@ def test_eviction_api_honours_the_disruption_budget(
         _evict(core, namespace, "rank-1")
     assert second.value.status == 429
     assert core.read_namespaced_pod("rank-1", namespace).metadata.deletion_timestamp is None
+
+
+def _gone(core: client.CoreV1Api, namespace: str, name: str) -> bool:
+    try:
+        core.read_namespaced_pod(name, namespace)
+    except client.ApiException as exc:
+        return exc.status == 404
+    return False
+
+
+def test_a_noexecute_taint_deletes_the_pods_that_do_not_tolerate_it_as_disruptions(
+    core: client.CoreV1Api, namespace: str, cluster: ClusterThread
+) -> None:
+    """The taint eviction controller as upstream: untolerated pods get ``DisruptionTarget``
+    ``DeletionByTaintManager`` and are deleted at once, a pod tolerating the taint for 1 s after that second,
+    a pod tolerating it for ever stays; the taint is what ``kubectl taint ... :NoExecute`` writes."""
+    taint = {"key": "maintenance", "value": "now", "effect": "NoExecute"}
+    bodies = {
+        "plain": pod_body("plain", _SLEEPER, terminationGracePeriodSeconds=1),
+        "brief": pod_body("brief", _SLEEPER, terminationGracePeriodSeconds=1),
+        "steady": pod_body("steady", _SLEEPER, terminationGracePeriodSeconds=1),
+    }
+    bodies["brief"]["spec"]["tolerations"] = [{**taint, "operator": "Equal", "tolerationSeconds": 1}]
+    bodies["steady"]["spec"]["tolerations"] = [{"key": "maintenance", "operator": "Exists"}]
+    for name, body in bodies.items():
+        core.create_namespaced_pod(namespace, body)
+        _running(core, namespace, name)
+    before = core.read_namespaced_pod("plain", namespace).metadata.resource_version
+    node = core.read_namespaced_pod("plain", namespace).spec.node_name
+    core.patch_node(node, {"spec": {"taints": [taint]}})
+    try:
+        seen = watch_pod(
+            core, namespace, "plain", lambda p: p.metadata.deletion_timestamp is not None, since=before
+        )
+        target = condition(seen[-1], "DisruptionTarget")
+        assert (target.status, target.reason, target.message) == (
+            "True",
+            "DeletionByTaintManager",
+            "Taint manager: deleting due to NoExecute taint",
+        )
+        events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=plain").items
+        assert any(
+            e.reason == "TaintManagerEviction" and e.message == f"Marking for deletion Pod {namespace}/plain"
+            for e in events
+        )
+        deadline = time.monotonic() + 30
+        while not _gone(core, namespace, "brief"):  # after its tolerationSeconds
+            assert time.monotonic() < deadline, "the pod tolerating the taint for 1 s was not deleted in 30 s"
+            time.sleep(0.2)
+        steady = core.read_namespaced_pod("steady", namespace)
+        assert steady.metadata.deletion_timestamp is None and condition(steady, "DisruptionTarget") is None
+        # while tainted, a new pod without the toleration is not placed on the node (TaintToleration)
+        core.create_namespaced_pod(namespace, pod_body("late", _SLEEPER))
+        pending = wait_pod(core, namespace, "late", lambda p: condition(p, "PodScheduled") is not None)
+        assert condition(pending, "PodScheduled").message == (
+            "0/1 nodes are available: 1 node(s) had untolerated taint {maintenance: now}."
+        ), condition(pending, "PodScheduled").message
+    finally:
+        core.patch_node(node, {"spec": {"taints": None}})
+    _running(core, namespace, "late")  # placed once the taint is gone
+
+
+def test_a_higher_priority_pod_preempts_a_lower_one_as_a_disruption(
+    core: client.CoreV1Api, api_client: client.ApiClient, namespace: str
+) -> None:
+    """Priority admission and DefaultPreemption as upstream: the class sets the pod's priority, a pod that
+    does not fit evicts the lower-priority one (``DisruptionTarget`` ``PreemptionByScheduler``, a
+    ``Preempted`` event) and runs once the victim is gone; an unknown class is refused."""
+    scheduling = client.SchedulingV1Api(api_client)
+    high = f"high-{namespace}"[:63]
+    scheduling.create_priority_class({"metadata": {"name": high}, "value": 1000})
+    try:
+        low = pod_body("low", _SLEEPER, terminationGracePeriodSeconds=1)
+        low["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "5"}}
+        core.create_namespaced_pod(namespace, low)
+        _running(core, namespace, "low")
+        before = core.read_namespaced_pod("low", namespace).metadata.resource_version
+
+        urgent = pod_body("urgent", _SLEEPER, terminationGracePeriodSeconds=1)
+        urgent["spec"]["priorityClassName"] = high
+        urgent["spec"]["containers"][0]["resources"] = {"requests": {"cpu": "5"}}
+        created = core.create_namespaced_pod(namespace, urgent)
+        assert created.spec.priority == 1000
+
+        seen = watch_pod(
+            core, namespace, "low", lambda p: p.metadata.deletion_timestamp is not None, since=before
+        )
+        target = condition(seen[-1], "DisruptionTarget")
+        assert (target.status, target.reason, target.message) == (
+            "True",
+            "PreemptionByScheduler",
+            "default-scheduler: preempting to accommodate a higher priority pod",
+        )
+        events = core.list_namespaced_event(namespace, field_selector="involvedObject.name=low").items
+        assert any(
+            e.reason == "Preempted" and e.message.startswith(f"Preempted by pod {created.metadata.uid}")
+            for e in events
+        )
+        _running(core, namespace, "urgent")
+
+        unknown = pod_body("unknown", _SLEEPER)
+        unknown["spec"]["priorityClassName"] = "no-such-class"
+        with pytest.raises(client.ApiException) as refused:
+            core.create_namespaced_pod(namespace, unknown)
+        assert refused.value.status == 403
+        assert json.loads(refused.value.body)["message"] == (
+            'pods "unknown" is forbidden: no PriorityClass with name no-such-class was found'
+        )
+    finally:
+        scheduling.delete_priority_class(high)

@@ -61,14 +61,19 @@ def test_the_pod_group_is_the_pod_field_declarations_arguments() -> None:
     assert set(PodArguments._fields) == {*POD_ARGUMENTS, "pod_options"}
 
 
-def test_only_the_trainjob_and_the_tfjob_refuse_shared_arguments() -> None:
+def test_only_the_trainjob_and_the_tfjob_refuse_shared_arguments_and_single_pod_jobs_take_no_budget() -> None:
     assert set(TFJobOperator.workload.refused) == {"gang_scheduler"}
     assert "gang_scheduler" not in inspect.signature(TFJobOperator).parameters
     assert set(TrainJobOperator.workload.refused) == set(TRAINJOB_REFUSED)
     assert not set(TRAINJOB_REFUSED) & set(inspect.signature(TrainJobOperator).parameters)
+    assert not PyTorchJobOperator.workload.refused
     for operator in (FineTuneJobOperator, PyTorchJobOperator, BatchInferenceJobOperator):
-        assert not operator.workload.refused
         assert set(TRAINJOB_REFUSED) <= set(inspect.signature(operator).parameters)
+    for operator in (FineTuneJobOperator, BatchInferenceJobOperator):
+        assert set(operator.workload.refused) == {"disruption_budget"}
+        assert "disruption_budget" not in inspect.signature(operator).parameters
+    with pytest.raises(TypeError, match=r"disruption_budget.*evicted and replaced"):
+        FineTuneJobOperator(task_id="t", image="python:3.11", disruption_budget=True)
 
 
 @pytest.mark.parametrize(

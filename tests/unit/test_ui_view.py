@@ -13,6 +13,7 @@ from airflow_k8s_ml.deadlines import Deadlines
 from airflow_k8s_ml.operators._adopt import WorkloadRecord
 from airflow_k8s_ml.operators.outcome import outcome_record, result_payload
 from airflow_k8s_ml.status import WorkloadState
+from airflow_k8s_ml.status.disruption import Disruption, summary
 from airflow_k8s_ml.ui.facts import TaskFacts
 from airflow_k8s_ml.ui.history import History, HistoryReader
 from airflow_k8s_ml.ui.live import LiveStatus
@@ -200,3 +201,52 @@ def test_durations_read_like_a_clock() -> None:
         "1h 02m",
         "expired 3m 10s ago",
     ]
+
+
+def _disrupted(pod: str, reason: str, started: str, at: str) -> Disruption:
+    return Disruption("", pod, reason, "", at=at, started=started)
+
+
+def test_disruptions_and_the_time_they_cost_are_shown_from_the_xcom(tmp_path: Path) -> None:
+    uri, history = _history(tmp_path, 3)
+    record = _record()
+    state = WorkloadState("succeeded", "Completed", "", {"startTime": "2027-01-15T08:00:00Z"})
+    result = result_payload(record.identity(), state, 1, None)
+    result["disruptions"] = summary(
+        [
+            _disrupted("ft-a", "EvictionByEvictionAPI", "2027-01-15T08:00:00Z", "2027-01-15T08:01:00Z"),
+            _disrupted("ft-b", "TerminationByKubelet", "2027-01-15T08:01:05Z", "2027-01-15T08:01:35Z"),
+        ]
+    )
+    view = build_view(_facts("success", uri, record=record.to_dict(), result=result), history, now=NOW)
+    assert view.disruptions is not None and view.disruptions["count"] == 2
+    assert view.to_json()["disruptions"]["lost_seconds"] == 90.0
+    page = training_page(view)
+    assert (
+        "<th>Disruptions</th><td>2 (lost 1m 30s): ft-a EvictionByEvictionAPI, ft-b TerminationByKubelet"
+        in page
+    )
+
+
+def test_a_max_disruptions_failure_shows_the_count_and_why_it_stopped(tmp_path: Path) -> None:
+    uri, history = _history(tmp_path, 1)
+    outcome = outcome_record(1, "deadline", WorkloadState("running"), "max_disruptions", NOW)
+    outcome["disruptions"] = summary(
+        [_disrupted(f"ft-{n}", "PreemptionByScheduler", "", "") for n in range(6)]
+    )
+    facts = _facts("failed", uri, record=_record().to_dict(), outcome=outcome)
+    view = build_view(facts, history, now=NOW)
+    assert view.stopped is not None and "disrupted more often than max_disruptions allows" in view.stopped
+    assert "<th>Disruptions</th><td>6: ft-0 PreemptionByScheduler" in training_page(view)
+
+
+def test_a_task_without_disruption_figures_shows_no_row_and_a_malformed_one_is_ignored(
+    tmp_path: Path,
+) -> None:
+    uri, history = _history(tmp_path, 1)
+    record = _record()
+    result = result_payload(record.identity(), WorkloadState("succeeded", "Completed"), 1, None)
+    assert build_view(_facts("success", uri, result=result), history, now=NOW).disruptions is None
+    result["disruptions"] = {"count": "<script>", "pods": "x"}
+    view = build_view(_facts("success", uri, result=result), history, now=NOW)
+    assert view.disruptions is None and "Disruptions" not in training_page(view)

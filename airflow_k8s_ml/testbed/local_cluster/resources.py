@@ -260,6 +260,16 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
         "policy", "v1", "poddisruptionbudgets", "PodDisruptionBudget", short_names=("pdb",), categories=()
     ),
     ResourceType(
+        "scheduling.k8s.io",
+        "v1",
+        "priorityclasses",
+        "PriorityClass",
+        namespaced=False,
+        short_names=("pc",),
+        subresources=(),
+        categories=(),
+    ),
+    ResourceType(
         "networking.k8s.io",
         "v1",
         "networkpolicies",

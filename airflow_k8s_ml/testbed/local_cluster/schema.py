@@ -41,6 +41,7 @@ KIND_MODELS: dict[tuple[str, str], str] = {
     ("autoscaling/v1", "HorizontalPodAutoscaler"): "V1HorizontalPodAutoscaler",
     ("autoscaling/v1", "Scale"): "V1Scale",
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
+    ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
     ("v1", "DeleteOptions"): "V1DeleteOptions",
 }

@@ -16,6 +16,7 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.namespace:NamespaceLifecycle",
     "controllers.config_admission:ConfigAdmission",
     "kubelet.scheduler:Scheduler",
+    "kubelet.taint_eviction:TaintEviction",
     "kubelet.kubelet:Kubelet",
     "kubelet.claims:ClaimBinder",
     "controllers.job.controller:JobController",

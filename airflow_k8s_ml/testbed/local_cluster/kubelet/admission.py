@@ -6,20 +6,29 @@ so a pod written through any verb (POST, PUT, PATCH, server-side apply) gets the
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from .. import errors
 from .defaults import apply_pod_defaults, initial_status
+from .priority import resolve_priority
 from .validation import validate_pod, validate_update
 
 Obj = dict[str, Any]
 
 
-def pod_admission(default_grace: int) -> Callable[[Obj, Obj | None], Obj]:
-    """Build the admission function; ``default_grace`` is the settings' default grace period."""
+def pod_admission(
+    default_grace: int,
+    priority_class: Callable[[str], Obj | None] = lambda name: None,
+    priority_classes: Callable[[], Iterable[Obj]] = tuple,
+) -> Callable[[Obj, Obj | None], Obj]:
+    """Build the admission function; ``default_grace`` is the settings' default grace period;
+    ``priority_class`` finds a PriorityClass by name and ``priority_classes`` lists them (the Priority
+    plugin, on create)."""
 
     def admit(pod: Obj, old: Obj | None) -> Obj:
+        if old is None:
+            resolve_priority(pod, priority_class, priority_classes)
         apply_pod_defaults(pod, default_grace)
         causes = validate_pod(pod)
         if old is not None and not causes:

@@ -88,7 +88,16 @@ class Kubelet(Controller):
         self.store.delete_rules.register(self.pods_rt.storage_key, POD_DELETE_RULE)
         if self.settings.deny_host_path:
             self.cluster.register_admission(self.pods_rt, deny_host_path())
-        self.cluster.register_admission(self.pods_rt, pod_admission(self.settings.default_grace_period))
+        classes = lookup("scheduling.k8s.io", "v1", "priorityclasses")
+        assert classes is not None
+        self.cluster.register_admission(
+            self.pods_rt,
+            pod_admission(
+                self.settings.default_grace_period,
+                lambda name: self.store.find(classes, "", name),
+                lambda: self.store.iter(classes),
+            ),
+        )
         self.cluster.register_subresource(
             self.pods_rt, "log", log_handler(self.store, self.logs, self.settings.state_dir)
         )
