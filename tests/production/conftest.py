@@ -96,8 +96,9 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
     from airflow_k8s_ml.testbed.local_cluster.settings import ImageRule
 
     with demo.embedded_services(root / "state") as services:
-        # a registry that refuses one image (tests/production/dags/stuck_pods.py); read at each pull
-        services.cluster.cluster.settings.images.append(ImageRule("unpullable.example/*", allow=False))
+        # The demo's images only (demo.IMAGES: every DAG here uses them), and one image the registry refuses
+        # (tests/production/dags/stuck_pods.py), first: rules are read at each pull, first match wins.
+        services.cluster.cluster.settings.images.insert(0, ImageRule("unpullable.example/*", allow=False))
         demo.prepare_cluster(services)
         demo.seed(services, root / "seed.log")
         settings = StackSettings(home=root / "airflow-home", dags_folder=dags, env=demo.connections(services))
