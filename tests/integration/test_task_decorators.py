@@ -1,7 +1,7 @@
 """``@task.finetune_job``, ``@task.pytorch_job`` and ``@task.train_job`` against the local cluster, each
-decorator through the same four stories: the function's return value as the task's XCom, a failure naming the pod and the exception's
-last line, a deadline expiring (workload deleted, nothing left running), and a retry resuming from the
-checkpoint the failed attempt committed (the function gets ``resume_from``).
+decorator through the same four stories: the function's return value as the task's XCom, a failure naming
+the pod and the exception's last line, a deadline expiring (workload deleted, nothing left running), and a
+retry resuming from the checkpoint the failed attempt committed (the function gets ``resume_from``).
 
 The task is built as a DAG file builds it (``from airflow.sdk import task``: the decorators come from the
 provider metadata) and run as Airflow runs it (execute -> TaskDeferred -> the revived trigger ->

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.errors import DeadlineExceeded, K8sMLError, TaskKilled, ValidationError, WorkloadFailed
+from airflow_k8s_ml.errors import DeadlineExceeded, TaskKilled, ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators import FineTuneJobOperator
 from airflow_k8s_ml.operators._adopt import STATE_KEY
 from tests.cluster_fixtures import wait_for

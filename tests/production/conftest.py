@@ -129,6 +129,14 @@ def epoch_lines(lines: list[str]) -> list[str]:
     return [m.group(1) for m in found if m]
 
 
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (``tests/production/browser.py``), one per module."""
+    from tests.production.browser import chromium
+
+    yield from chromium()
+
+
 def wait_until(what: str, probe: Any, timeout: float = 120.0, interval: float = 0.2) -> Any:
     """:func:`tests.cluster_fixtures.wait_for` with the awaited thing named first (reads as a sentence)."""
     return wait_for(probe, timeout=timeout, interval=interval, what=what)
