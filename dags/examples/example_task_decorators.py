@@ -4,7 +4,8 @@ The function runs inside the workload's pod(s) (the image needs Python and whate
 import inside the function, as with ``@task.kubernetes``), and what it returns is the task's XCom, so the
 next task takes it as an argument. The decorators take every argument of ``FineTuneJobOperator`` /
 ``PyTorchJobOperator`` / ``TrainJobOperator`` (deadlines, resources, GPUs, queue, checkpoints and resume)
-but ``command``, ``args`` and ``manifest``. A parameter named ``resume_from`` or ``checkpoint_uri`` gets the resolved value.
+but ``command``, ``args`` and ``manifest``. A parameter named ``resume_from`` or ``checkpoint_uri`` gets
+the resolved value.
 """
 
 from __future__ import annotations
@@ -55,7 +56,8 @@ with DAG(
         print(f"rank {rank} of {world} evaluates {trained['checkpoint']}", flush=True)
         return 0.8  # rank 0's value is the XCom
 
-    # A Kubeflow Trainer v2 TrainJob: every node runs the function (PET_* in its env); node-0's value is the XCom.
+    # A Kubeflow Trainer v2 TrainJob: every node runs the function (PET_* in its env); node-0's value is
+    # the XCom.
     @task.train_job(image="ghcr.io/airflow-k8s-ml/workloads:0.1.0", num_nodes=2, run_timeout=120)
     def calibrate(trained: dict) -> int:
         import os
