@@ -82,9 +82,13 @@ def run_column(
     )
     if out.returncode != 0:
         raise SystemExit(f"{name} child failed:\n{out.stderr[-4000:]}")
+    log = Path(tempfile.gettempdir()) / f"relay-flood-{name}.log"
+    log.write_text(out.stdout + out.stderr)  # what the triggers logged (structlog prints to stdout)
     report = dict(json.loads(out.stdout.strip().splitlines()[-1]))
-    report["relayed_lines"] = sum(1 for line in out.stderr.splitlines() if RELAYED.search(line))
-    report["not_relayed_notes"] = sum(1 for line in out.stderr.splitlines() if "lines not relayed" in line)
+    report["log"] = str(log)
+    logged = (out.stdout + out.stderr).splitlines()
+    report["relayed_lines"] = sum(1 for line in logged if RELAYED.search(line))
+    report["not_relayed_notes"] = sum(1 for line in logged if "lines not relayed" in line)
     return report
 
 
