@@ -206,7 +206,10 @@ class _Runner(BaseOperator):
         kwargs: Mapping[str, Any] | None = None,
     ) -> WorkloadEvent:
         """Defer to the trigger (``deferrable``; never returns) or poll in the worker; either way the event
-        comes from the one report (``status.wait_report``)."""
+        comes from the one report (``status.wait_report``). A kill that came before the wait (between
+        submit and here) fails it at once, as one during the wait does."""
+        if self._deleted_on_kill:
+            self._raise_killed(record)
         if self.deferrable:
             try_number = getattr(context["ti"], "try_number", None)
             self.defer(
@@ -221,7 +224,7 @@ class _Runner(BaseOperator):
             )
         from airflow_k8s_ml.triggers.sync_wait import poll_until_done
 
-        self._stop_wait, self._deleted_on_kill = threading.Event(), False
+        self._stop_wait = threading.Event()
         try:
             event = poll_until_done(client, record, settings, self.log, stop=self._stop_wait)
         finally:
