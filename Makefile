@@ -66,6 +66,7 @@ bench: $(STAMP)
 	$(PY) bench/checkpoint_verify.py
 	$(PY) bench/wait_efficiency.py
 	$(PY) bench/trigger_loop_lag.py
+	$(PY) bench/relay_flood.py
 	$(PY) bench/deploy_phases.py
 	$(PY) bench/training_tab.py
 	$(PY) bench/triggerer_load.py --n 100

@@ -92,6 +92,11 @@ class DeadlineExceeded(WorkloadFailed):
         self.deadline = deadline
 
 
+class TaskKilled(K8sMLError):
+    """The task was killed while its workload ran, and its ``on_kill`` deleted the workload: the reason is
+    the kill, whatever state the deletion left the workload in (``operators.outcome.killed_message``)."""
+
+
 class CheckpointError(K8sMLError):
     """A checkpoint is missing, incomplete or corrupt, or a commit lost a race."""
 

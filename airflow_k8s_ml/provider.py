@@ -1,9 +1,9 @@
 """Airflow provider metadata, found through the ``apache_airflow_provider`` entry point.
 
 What ``airflow providers get airflow-k8s-ml`` and the UI's providers page show: the operators, sensors and
-triggers by module, the task decorators (``@task.finetune_job``, ``@task.pytorch_job``), the extra links,
-the UI plugin, the ``[airflow_k8s_ml]`` configuration options (:mod:`airflow_k8s_ml.config`) and the
-documentation. A unit test validates it against Airflow's own
+triggers by module, the task decorators (``@task.finetune_job``, ``@task.pytorch_job``,
+``@task.train_job``), the extra links, the UI plugin, the ``[airflow_k8s_ml]`` configuration options
+(:mod:`airflow_k8s_ml.config`) and the documentation. A unit test validates it against Airflow's own
 ``provider_info.schema.json`` and checks that every operator class of the package is listed.
 
 Connection types: the provider defines none. It uses ``kubernetes`` (cncf.kubernetes provider) and ``aws``
@@ -34,6 +34,7 @@ TRIGGER_MODULES = ["airflow_k8s_ml.triggers.workload", "airflow_k8s_ml.triggers.
 TASK_DECORATORS = [
     {"name": "finetune_job", "class-name": "airflow_k8s_ml.decorators.training.finetune_job_task"},
     {"name": "pytorch_job", "class-name": "airflow_k8s_ml.decorators.training.pytorch_job_task"},
+    {"name": "train_job", "class-name": "airflow_k8s_ml.decorators.trainjob.train_job_task"},
 ]
 EXTRA_LINKS = [
     "airflow_k8s_ml.operators.links.ClusterDashboardLink",

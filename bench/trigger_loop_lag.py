@@ -81,6 +81,22 @@ async def ticker(
         stalls.append((before, late, time.process_time() - cpu))
 
 
+async def watchdog(blocked: list[tuple[float, float]], stop: asyncio.Event) -> None:
+    """Airflow's own check (``TriggerRunner.block_watchdog``): sleep 100 ms, and a wake-up later than
+    ``[triggerer] blocked_main_thread_warning_threshold`` (0.2 s) is one "Triggerer's async thread was
+    blocked for X seconds" warning. Kept: (X, the CPU seconds this process used meanwhile): a warning
+    with little CPU was the OS running another process, not this one holding its loop."""
+    from airflow.configuration import conf
+
+    threshold = conf.getfloat("triggerer", "blocked_main_thread_warning_threshold", fallback=0.2)
+    while not stop.is_set():
+        last, cpu = time.monotonic(), time.process_time()
+        await asyncio.sleep(0.1)
+        elapsed = time.monotonic() - last
+        if elapsed > threshold:
+            blocked.append((round(elapsed, 3), round(time.process_time() - cpu, 3)))
+
+
 SLOW: list[tuple[float, float, str]] = []
 
 
@@ -115,6 +131,8 @@ async def child(jobs: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
     sampler = StallSampler(threading.get_ident())
     sampler.start()
     tick = asyncio.create_task(ticker(stalls, stop, sampler))
+    blocked: list[tuple[float, float]] = []
+    watch = asyncio.create_task(watchdog(blocked, stop))
     await asyncio.sleep(0.2)  # the ticker is running before the first trigger arrives
     t0 = loop.time()
     started = time.perf_counter()
@@ -145,6 +163,7 @@ async def child(jobs: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
     outcomes = await asyncio.wait_for(asyncio.gather(*(run(t) for t in triggers)), timeout)
     stop.set()
     await tick
+    await watch
     sampler.stop = True
     from airflow_k8s_ml.kube.async_client import close_all
     from airflow_k8s_ml.kube.watch import get_registry
@@ -163,6 +182,7 @@ async def child(jobs: list[dict[str, Any]], timeout: float) -> dict[str, Any]:
         "max_stall_ms": round(lates[-1], 1) if lates else 0.0,
         "p99_stall_ms": round(lates[int(len(lates) * 0.99) - 1], 1) if lates else 0.0,
         "max_busy_stall_ms": round(busy[-1], 1) if busy else 0.0,
+        "blocked_warnings (s, cpu s; Airflow's watchdog)": blocked,
         "stalls_over_50ms (at s, wall ms, busy ms)": over,
         "blocked_in (10 ms samples)": dict(sampler.samples.most_common(12)),
         "slow_callbacks (wall ms, cpu ms, what)": sorted(SLOW, reverse=True)[:12],

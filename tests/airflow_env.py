@@ -11,20 +11,24 @@ from pathlib import Path
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
 
-def airflow_env(home: Path, dags_folder: Path, kubeconfig: str | None = None,
-                extra: dict[str, str] | None = None) -> dict[str, str]:
+def airflow_env(
+    home: Path, dags_folder: Path, kubeconfig: str | None = None, extra: dict[str, str] | None = None
+) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("AIRFLOW")}
-    env.update({
-        "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
-        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
-        "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
-        "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
-        "PYTHONUNBUFFERED": "1",
-    })
+    env.update(
+        {
+            "AIRFLOW_HOME": str(home),
+            "AIRFLOW__CORE__DAGS_FOLDER": str(dags_folder),
+            "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+            "AIRFLOW__CORE__UNIT_TEST_MODE": "False",
+            "AIRFLOW__LOGGING__LOGGING_LEVEL": "INFO",
+            "PYTHONUNBUFFERED": "1",
+        }
+    )
     if kubeconfig:
         env["AIRFLOW_CONN_KUBERNETES_DEFAULT"] = json.dumps(
-            {"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig, "namespace": "default"}})
+            {"conn_type": "kubernetes", "extra": {"kube_config_path": kubeconfig, "namespace": "default"}}
+        )
     env.update(extra or {})
     return env
 
@@ -34,5 +38,6 @@ def migrate(env: dict[str, str]) -> None:
 
 
 def dags_test(env: dict[str, str], dag_id: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([AIRFLOW, "dags", "test", dag_id], env=env, capture_output=True, text=True,
-                          timeout=timeout)
+    return subprocess.run(
+        [AIRFLOW, "dags", "test", dag_id], env=env, capture_output=True, text=True, timeout=timeout
+    )

@@ -24,6 +24,7 @@ methods.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Mapping
 from datetime import timedelta
@@ -89,6 +90,9 @@ class _Runner(BaseOperator):
         super().__init__(**kwargs)
         self._record: WorkloadRecord | None = None
         self._execute_started = time.time()
+        # Set while the worker polls (sync mode); ``on_kill`` sets it to end the wait at once.
+        self._stop_wait: threading.Event | None = None
+        self._deleted_on_kill = False
 
     def _keep_arguments(self, given: Mapping[str, Any]) -> None:
         """Keep each argument the public ``__init__`` lists (its signature: explicit, as the project's rule
@@ -194,7 +198,10 @@ class _Runner(BaseOperator):
         kwargs: Mapping[str, Any] | None = None,
     ) -> WorkloadEvent:
         """Defer to the trigger (``deferrable``; never returns) or poll in the worker; either way the event
-        comes from the one report (``status.wait_report``)."""
+        comes from the one report (``status.wait_report``). A kill that came before the wait (between
+        submit and here) fails it at once, as one during the wait does."""
+        if self._deleted_on_kill:
+            self._raise_killed(record)
         if self.deferrable:
             try_number = getattr(context["ti"], "try_number", None)
             self.defer(
@@ -209,7 +216,25 @@ class _Runner(BaseOperator):
             )
         from airflow_k8s_ml.triggers.sync_wait import poll_until_done
 
-        return poll_until_done(client, record, settings, self.log)
+        self._stop_wait = threading.Event()
+        try:
+            event = poll_until_done(client, record, settings, self.log, stop=self._stop_wait)
+        finally:
+            self._stop_wait = None
+        if self._deleted_on_kill:
+            self._raise_killed(record)
+        return event
+
+    def _raise_killed(self, record: WorkloadRecord) -> None:
+        """The task was killed while the worker waited and ``on_kill`` deleted the workload: fail with the
+        kill as the reason (:func:`~airflow_k8s_ml.operators.outcome.killed_message`), not with the state
+        the deletion left the workload in."""
+        from airflow_k8s_ml.errors import TaskKilled
+        from airflow_k8s_ml.operators.outcome import killed_message
+
+        message = killed_message(f"{record.kind} {record.namespace}/{record.name}")
+        self.log.error("%s", message)
+        raise TaskKilled(message)
 
     def _deferral_timeout(self, context: Context) -> timedelta | None:
         """What is left of ``execution_timeout`` for this try, as the deferral's timeout.
@@ -263,7 +288,10 @@ class _Runner(BaseOperator):
             return
         client = self._client(record.namespace)
         if client.delete(record.api_version, record.kind, record.name, record.namespace, uid=record.uid):
+            self._deleted_on_kill = True
             self.log.info("on_kill: deleted %s %s/%s", record.kind, record.namespace, record.name)
+        if self._stop_wait is not None:  # the worker's wait: end it now, with the kill as the reason
+            self._stop_wait.set()
 
 
 def record_of(

@@ -15,7 +15,7 @@ from typing import Any
 from airflow_k8s_ml.status import WorkloadState
 from airflow_k8s_ml.task_state_keys import OUTCOME_KEY
 
-__all__ = ["OUTCOME_KEY", "event_report", "outcome_record", "result_payload"]
+__all__ = ["OUTCOME_KEY", "event_report", "killed_message", "outcome_record", "result_payload"]
 
 
 def _parse_time(value: Any) -> datetime | None:
@@ -89,3 +89,15 @@ def event_report(
     from airflow_k8s_ml.triggers.diagnostics import event_report as report
 
     return report(what, state, pods, warnings)
+
+
+def killed_message(what: str) -> str:
+    """Why the task failed when its own ``on_kill`` deleted the workload: the one wording.
+
+    Why: a workload deleted in the foreground has its pods killed first, so its controller reads it as
+    failed (a Job's ``BackoffLimitExceeded``, a PyTorchJob's failed replica) before it is gone, and a wait
+    that reported that state would blame the training code for what the task's kill did."""
+    return (
+        f"{what} was deleted by the task's on_kill: the task was killed (marked failed or stopped) while "
+        "the workload ran; a failed state it reads as afterwards is that deletion's, not the workload's"
+    )

@@ -26,6 +26,11 @@ if TYPE_CHECKING:
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 DAG_ID = "nightly_finetune"
+#: The images the demo's DAGs use (``dags/``: the nightly DAG, ``make demo-queue``'s), and the only ones its
+#: cluster has: any other answers as a registry answers a typo (``ErrImagePull``, then
+#: ``ImagePullBackOff``), so a typo'd image in the DAG fails the demo as it would fail on a cluster.
+#: ``tests/unit/test_demo_images.py`` holds this list to the images the DAGs' tasks name.
+IMAGES = ("ghcr.io/airflow-k8s-ml/workloads:0.1.0",)
 NAMESPACE = "ml"
 BUCKET = "ml-models"
 
@@ -65,10 +70,19 @@ class ClusterShape:
 
 
 @contextmanager
-def embedded_services(state_dir: Path, shape: ClusterShape | None = None) -> Iterator[Services]:
-    """Local cluster + local S3, both on loopback, both stopped on exit (their processes too)."""
+def embedded_services(
+    state_dir: Path, shape: ClusterShape | None = None, images: tuple[str, ...] | None = IMAGES
+) -> Iterator[Services]:
+    """Local cluster + local S3, both on loopback, both stopped on exit (their processes too). The
+    cluster has ``images`` only (an allow-list: :data:`IMAGES` unless the caller declares its own); None:
+    every image runs (someone else's DAGs, whose images the test bed cannot know)."""
     from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
-    from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, NodeCapacity, QueueQuota
+    from airflow_k8s_ml.testbed.local_cluster.settings import (
+        ClusterSettings,
+        NodeCapacity,
+        QueueQuota,
+        allow_list,
+    )
     from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
     # Each demo starts from scratch: the cluster keeps its objects in its state dir across restarts, but
@@ -85,6 +99,7 @@ def embedded_services(state_dir: Path, shape: ClusterShape | None = None) -> Ite
         capacity=NodeCapacity(cpu="4", memory="16Gi", gpus=shape.gpus),
         run_as_non_root="warn",
         queue_quota=quota,
+        images=allow_list(images) if images is not None else [],
     )
     with LocalS3("127.0.0.1", buckets=(BUCKET,)) as s3, ClusterThread(settings) as cluster:
         yield Services(cluster.kubeconfig_path, s3.endpoint_url, s3.credentials.env(), cluster, s3)

@@ -54,7 +54,9 @@ def main(home: Path, port: int, dags_folder: Path | None = None) -> int:
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         print(f"standalone: starting the local cluster and the local S3 endpoint (state in {home})")
-        with demo.embedded_services(home / "state") as services:
+        # The repository's DAGs declare their images (demo.IMAGES); a folder of the user's runs any image.
+        images = demo.IMAGES if dags_folder is None else None
+        with demo.embedded_services(home / "state", images=images) as services:
             demo.prepare_cluster(services)
             print("standalone: seeding a base model and input batches")
             demo.seed(services, home / "seed.log")

@@ -16,6 +16,7 @@ surface. The clients and the status classifiers are imported inside the function
 from __future__ import annotations
 
 import logging
+import threading
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn, Protocol
@@ -286,9 +287,15 @@ class WorkloadLooker:
         return final_event(told, target, reports, warnings)
 
 
-def poll_until_done(client: KubeClient, record: Waited, settings: WaitArgs, log: Any) -> WorkloadEvent:
+def poll_until_done(
+    client: KubeClient, record: Waited, settings: WaitArgs, log: Any, stop: threading.Event | None = None
+) -> WorkloadEvent:
     """Block in the worker until a look yields an event; sleeps at most ``poll_interval``, and no longer
-    than the next deadline expiry."""
+    than the next deadline expiry. ``stop`` set (the task's ``on_kill``, from the SIGTERM handler) ends the
+    wait at once with an ``error`` event: what the workload reads like after its owner deleted it is not
+    news, and Airflow kills the task process a few seconds after SIGTERM."""
+    from airflow_k8s_ml.triggers.events import WorkloadEvent
+
     looker = WorkloadLooker(client, record, settings, log=log)
     last: str | None = None
     while True:
@@ -300,7 +307,11 @@ def poll_until_done(client: KubeClient, record: Waited, settings: WaitArgs, log:
             last = looker.phase
         expires = looker.next_look_at
         now = time.time()
-        time.sleep(max(0.05, min(settings.poll_interval, (expires - now + 0.01) if expires else 1e9)))
+        pause = max(0.05, min(settings.poll_interval, (expires - now + 0.01) if expires else 1e9))
+        if stop is None:
+            time.sleep(pause)
+        elif stop.wait(pause):
+            return WorkloadEvent.error(record.target(), "the wait was stopped", uid=record.uid)
 
 
 def follow(

@@ -1,10 +1,11 @@
-"""``@task.finetune_job`` and ``@task.pytorch_job``: a Python function as the training program.
+"""``@task.finetune_job``, ``@task.pytorch_job`` and ``@task.train_job``: a Python function as the program.
 
 The function runs inside the workload's pod(s) (the image needs Python and whatever the function imports;
 import inside the function, as with ``@task.kubernetes``), and what it returns is the task's XCom, so the
 next task takes it as an argument. The decorators take every argument of ``FineTuneJobOperator`` /
-``PyTorchJobOperator`` (deadlines, resources, GPUs, queue, checkpoints and resume) but ``command``, ``args``
-and ``manifest``. A parameter named ``resume_from`` or ``checkpoint_uri`` gets the resolved value.
+``PyTorchJobOperator`` / ``TrainJobOperator`` (deadlines, resources, GPUs, queue, checkpoints and resume)
+but ``command``, ``args`` and ``manifest``. A parameter named ``resume_from`` or ``checkpoint_uri`` gets
+the resolved value.
 """
 
 from __future__ import annotations
@@ -55,8 +56,19 @@ with DAG(
         print(f"rank {rank} of {world} evaluates {trained['checkpoint']}", flush=True)
         return 0.8  # rank 0's value is the XCom
 
-    @task
-    def report(accuracy: float) -> None:
-        print(f"decorated pipeline done: val_accuracy={accuracy}")
+    # A Kubeflow Trainer v2 TrainJob: every node runs the function (PET_* in its env); node-0's value is
+    # the XCom.
+    @task.train_job(image="ghcr.io/airflow-k8s-ml/workloads:0.1.0", num_nodes=2, run_timeout=120)
+    def calibrate(trained: dict) -> int:
+        import os
 
-    report(evaluate(train(3)))
+        node, nodes = int(os.environ["PET_NODE_RANK"]), int(os.environ["PET_NNODES"])
+        print(f"node {node} of {nodes} calibrates step {trained['steps']}", flush=True)
+        return trained["steps"]
+
+    @task
+    def report(accuracy: float, calibrated: int) -> None:
+        print(f"decorated pipeline done: val_accuracy={accuracy} calibrated={calibrated}")
+
+    trained = train(3)
+    report(evaluate(trained), calibrate(trained))

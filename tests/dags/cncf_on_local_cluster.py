@@ -15,17 +15,31 @@ FAIL = "import sys; print('boom', flush=True); sys.exit(3)"
 
 def _job(task_id: str, code: str) -> KubernetesJobOperator:
     return KubernetesJobOperator(
-        task_id=task_id, name=task_id.replace("_", "-"), namespace="default", image="python:3.11-slim",
-        cmds=["python", "-c", code], deferrable=True, wait_until_job_complete=True, get_logs=True,
-        backoff_limit=0, job_poll_interval=1, kubernetes_conn_id="kubernetes_default",
+        task_id=task_id,
+        name=task_id.replace("_", "-"),
+        namespace="default",
+        image="python:3.11-slim",
+        cmds=["python", "-c", code],
+        deferrable=True,
+        wait_until_job_complete=True,
+        get_logs=True,
+        backoff_limit=0,
+        job_poll_interval=1,
+        kubernetes_conn_id="kubernetes_default",
     )
 
 
 def _pod(task_id: str, code: str) -> KubernetesPodOperator:
     return KubernetesPodOperator(
-        task_id=task_id, name=task_id.replace("_", "-"), namespace="default", image="python:3.11-slim",
-        cmds=["python", "-c", code], get_logs=True, on_finish_action="delete_pod",
-        kubernetes_conn_id="kubernetes_default", startup_timeout_seconds=60,
+        task_id=task_id,
+        name=task_id.replace("_", "-"),
+        namespace="default",
+        image="python:3.11-slim",
+        cmds=["python", "-c", code],
+        get_logs=True,
+        on_finish_action="delete_pod",
+        kubernetes_conn_id="kubernetes_default",
+        startup_timeout_seconds=60,
     )
 
 

@@ -36,9 +36,13 @@ def test_local_up_status_down(tmp_path: Path) -> None:
 
         if shutil.which("kubectl"):
             env = {"KUBECONFIG": str(kubeconfig), "HOME": str(tmp_path), "PATH": os.environ["PATH"]}
-            nodes = subprocess.run(["kubectl", "get", "node", "-o",
-                                    "jsonpath={.items[0].status.capacity}"],
-                                   env=env, capture_output=True, text=True, timeout=30)
+            nodes = subprocess.run(
+                ["kubectl", "get", "node", "-o", "jsonpath={.items[0].status.capacity}"],
+                env=env,
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
             capacity = json.loads(nodes.stdout)
             assert capacity["cpu"] == "4" and capacity["nvidia.com/gpu"] == "1"
         # A second `up` finds the running server instead of starting another.

@@ -32,7 +32,8 @@ EXPECTED = {
     "example_task_decorators": [
         "step=3 committed s3://examples/decorated/",
         "[master-0] rank 0 of 2 evaluates s3://examples/decorated/",
-        "decorated pipeline done: val_accuracy=0.8",
+        "[node-1] node 1 of 2 calibrates step 3",
+        "decorated pipeline done: val_accuracy=0.8 calibrated=3",
     ],
 }
 

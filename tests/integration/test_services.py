@@ -136,9 +136,7 @@ def test_endpoint_slices_follow_pods_and_kubectl_describe_shows_them(
     (found,) = wait_for(
         slices,
         lambda items: (
-            len(items) == 1
-            and bool(items[0].endpoints)
-            and bool(items[0].endpoints[0].conditions.ready)
+            len(items) == 1 and bool(items[0].endpoints) and bool(items[0].endpoints[0].conditions.ready)
         ),
         what="one slice with the ready pod",
     )

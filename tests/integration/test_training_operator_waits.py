@@ -31,8 +31,6 @@ FAILING_TRAINER = (
 )
 
 
-
-
 def test_retry_after_a_crash_before_deferring_logs_every_line_once(
     batch: Any, namespace: str, capfd: pytest.CaptureFixture[str]
 ) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from airflow_k8s_ml.errors import DeadlineExceeded, K8sMLError, ValidationError, WorkloadFailed
+from airflow_k8s_ml.errors import DeadlineExceeded, TaskKilled, ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators import FineTuneJobOperator
 from airflow_k8s_ml.operators._adopt import STATE_KEY
 from tests.cluster_fixtures import wait_for
@@ -283,23 +283,39 @@ def test_kill_while_deferred_deletes_the_job(batch: Any, core: Any, namespace: s
     wait_for(lambda: not jobs(batch, namespace) and not pods(core, namespace), timeout=30)
 
 
-def test_on_kill_while_polling_deletes_the_job(batch: Any, core: Any, namespace: str) -> None:
-    op = finetune("sync", namespace, "import time; time.sleep(120)", deferrable=False, poll_interval=0.2)
-    errors: list[BaseException] = []
+def test_on_kill_while_polling_deletes_the_job_and_says_so(batch: Any, core: Any, namespace: str) -> None:
+    """A kill while the worker polls (Airflow's SIGTERM handler calls ``on_kill``, ``task_runner._on_term``):
+    the Job is deleted, the wait ends at once, and the task fails naming the kill, not the state the
+    deletion left the Job in (its pods killed first: ``failed (BackoffLimitExceeded)`` on a cluster)."""
+    op = finetune("sync", namespace, "import time; time.sleep(120)", deferrable=False, poll_interval=60)
+    sent: list[float] = []
 
-    def work() -> None:
-        try:
+    def kill_once_running() -> None:
+        wait_for(lambda: running_pod(core, namespace), timeout=60, what="the Job's pod running")
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: op.on_kill())  # as Airflow's _on_term
+    killer = threading.Thread(target=kill_once_running, daemon=True)
+    try:
+        killer.start()
+        with pytest.raises(TaskKilled) as info:
             op.execute(make_context("sync"))
-        except BaseException as exc:
-            errors.append(exc)
-
-    thread = threading.Thread(target=work, daemon=True)
-    thread.start()
-    wait_for(lambda: running_pod(core, namespace), timeout=30)
-    op.on_kill()
-    thread.join(30)
-    assert errors and isinstance(errors[0], K8sMLError) and "deleted while waiting" in str(errors[0])
-    wait_for(lambda: not jobs(batch, namespace), timeout=30)
+        ended = time.monotonic()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sent, "no SIGTERM was sent"
+    message = str(info.value)
+    assert (
+        message.startswith(f"Job {namespace}/training-sync-")
+        and "was deleted by the task's on_kill" in message
+    )
+    assert "BackoffLimitExceeded" not in message and "deleted while waiting" not in message, message
+    # the 60 s poll interval did not hold the kill: the wait ended when on_kill set it going
+    assert ended - sent[0] < 30, (
+        f"the wait went on {ended - sent[0]:.0f} s after the kill (poll_interval 60 s)"
+    )
+    wait_for(lambda: not jobs(batch, namespace), timeout=30, what="the killed Job gone")
 
 
 # -- raw manifest and bad rendered input ------------------------------------------------------------------

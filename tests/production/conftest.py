@@ -91,13 +91,15 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
     (dags / "hostile_logs.py").symlink_to(TEST_DAGS / "hostile_logs.py")
     (dags / "tf_training.py").symlink_to(TEST_DAGS / "tf_training.py")
     (dags / "stuck_pods.py").symlink_to(TEST_DAGS / "stuck_pods.py")
+    (dags / "hostile_checkpoints.py").symlink_to(TEST_DAGS / "hostile_checkpoints.py")
     from kubernetes import config
 
     from airflow_k8s_ml.testbed.local_cluster.settings import ImageRule
 
     with demo.embedded_services(root / "state") as services:
-        # a registry that refuses one image (tests/production/dags/stuck_pods.py); read at each pull
-        services.cluster.cluster.settings.images.append(ImageRule("unpullable.example/*", allow=False))
+        # The demo's images only (demo.IMAGES: every DAG here uses them), and one image the registry refuses
+        # (tests/production/dags/stuck_pods.py), first: rules are read at each pull, first match wins.
+        services.cluster.cluster.settings.images.insert(0, ImageRule("unpullable.example/*", allow=False))
         demo.prepare_cluster(services)
         demo.seed(services, root / "seed.log")
         settings = StackSettings(home=root / "airflow-home", dags_folder=dags, env=demo.connections(services))
@@ -110,6 +112,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                     "slow_defer_training",
                     "hostile_logs",
                     "tf_training",
+                    "hostile_checkpoints",
                 )
                 for dag_id in (*dag_ids, "stuck_unschedulable", "stuck_image_pull"):
                     stack.rest.wait_dag(dag_id)
@@ -126,6 +129,14 @@ def epoch_lines(lines: list[str]) -> list[str]:
     """The training progress lines (``[replica] epoch=K/N ...``) of a task log, as ``epoch=K/N``."""
     found = (re.search(r"^(?:\[[^\]]+\] )?(epoch=\d+/\d+) ", line) for line in lines)
     return [m.group(1) for m in found if m]
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """Headless Chromium (``tests/production/browser.py``), one per module."""
+    from tests.production.browser import chromium
+
+    yield from chromium()
 
 
 def wait_until(what: str, probe: Any, timeout: float = 120.0, interval: float = 0.2) -> Any:

@@ -9,45 +9,21 @@ writes the page to ``docs/training-tab.png``.
 from __future__ import annotations
 
 import os
-import shutil
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.production.browser import CHROMIUM, DRIVER, log_in
 from tests.production.conftest import Production, wait_until
 
 DAG = "nightly_finetune"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
-DRIVER = shutil.which("chromedriver")
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 pytestmark = pytest.mark.skipif(
     not (CHROMIUM and DRIVER),
     reason="no Chromium/ChromeDriver here (apt-get install chromium chromium-driver)",
 )
-
-
-@pytest.fixture(scope="module")
-def browser() -> Any:
-    webdriver = pytest.importorskip("selenium.webdriver")
-    options = webdriver.ChromeOptions()
-    options.binary_location = str(CHROMIUM)
-    for flag in (
-        "--headless=new",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--disable-dev-shm-usage",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-        "--no-first-run",
-        "--window-size=1400,1000",
-    ):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=webdriver.ChromeService(executable_path=str(DRIVER)), options=options)
-    yield driver
-    driver.quit()
 
 
 def _finished_training_run(production: Production) -> str:
@@ -68,12 +44,7 @@ def test_training_tab_shows_the_curve_of_a_finished_run(production: Production, 
 
     run_id = _finished_training_run(production)
     base = production.stack.url
-    browser.get(f"{base}/auth/login/")
-    wait_until("the login form", lambda: browser.find_elements(By.NAME, "username"), timeout=60)
-    browser.find_element(By.NAME, "username").send_keys("admin")
-    browser.find_element(By.NAME, "password").send_keys(production.stack.password)
-    browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-    wait_until("the UI after login", lambda: "/auth/login" not in browser.current_url, timeout=60)
+    log_in(browser, production.stack.url, production.stack.password)
 
     browser.get(f"{base}/dags/{DAG}/runs/{run_id}/tasks/fine_tune_job/plugin/airflow-k8s-ml-training")
     frames = wait_until(
@@ -104,12 +75,7 @@ def test_a_run_triggered_from_the_ui_form_succeeds(production: Production, brows
     dag_id = "short_training"
     before = {r["dag_run_id"] for r in production.rest.runs(dag_id)}
     base = production.stack.url
-    browser.get(f"{base}/auth/login/")  # a no-op when the first test already logged in
-    if browser.find_elements(By.NAME, "username"):
-        browser.find_element(By.NAME, "username").send_keys("admin")
-        browser.find_element(By.NAME, "password").send_keys(production.stack.password)
-        browser.find_element(By.CSS_SELECTOR, "button[type=submit]").click()
-        wait_until("the UI after login", lambda: "/auth/login" not in browser.current_url, timeout=60)
+    log_in(browser, production.stack.url, production.stack.password)
     browser.get(f"{base}/dags/{dag_id}")
 
     def trigger_buttons() -> list[Any]:

@@ -242,10 +242,11 @@ print(";".join((
 """
 
 
-@pytest.mark.parametrize("decorator", ["finetune_job", "pytorch_job"])
+@pytest.mark.parametrize("decorator", ["finetune_job", "pytorch_job", "train_job"])
 def test_each_task_decorator_parses_without_heavy_modules_or_specs(decorator: str) -> None:
-    """``@task.finetune_job`` / ``@task.pytorch_job``, found through the provider metadata as a DAG file
-    finds them, obey the operators' rule: no heavy client, nothing only ``execute`` needs."""
+    """``@task.finetune_job`` / ``@task.pytorch_job`` / ``@task.train_job``, found through the provider
+    metadata as a DAG file finds them, obey the operators' rule: no heavy client, nothing only ``execute``
+    needs."""
     heavy, loaded = heavy_modules_after(DECORATED.format(decorator=decorator)).split(";")
     assert heavy == ""
     modules = set(loaded.split(","))

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from .settings import ClusterSettings, ImageRule, NodeCapacity, QueueQuota
+from .settings import ClusterSettings, ImageRule, NodeCapacity, QueueQuota, allow_list
 
 DEFAULT_STATE_DIR = Path(
     os.environ.get("AIRFLOW_K8S_ML_STATE_DIR", Path.home() / ".airflow-k8s-ml" / "local")
@@ -47,10 +47,7 @@ class ServeOptions:
         """The rules, first match wins: the file's, then the allow-list's, then (with an allow-list) every
         other image refused as not found."""
         rules = load_image_rules(self.image_rules) if self.image_rules is not None else []
-        rules += [ImageRule(pattern) for pattern in self.allow_images]
-        if self.allow_images:
-            rules.append(ImageRule("*", allow=False, missing=True))
-        return rules
+        return rules + (allow_list(self.allow_images) if self.allow_images else [])
 
     def settings(self) -> ClusterSettings:
         return ClusterSettings(

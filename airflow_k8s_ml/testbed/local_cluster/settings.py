@@ -44,6 +44,13 @@ class ImageRule:
     missing: bool = False
 
 
+def allow_list(patterns: tuple[str, ...] | list[str]) -> list[ImageRule]:
+    """Image rules under which only ``patterns`` (fnmatch globs) exist: any other image answers as a real
+    registry answers a typo (containerd's ``NotFound``, then ``ErrImagePull``/``ImagePullBackOff``).
+    ``local up --allow-image``, the demo and the production tier declare their images through this."""
+    return [*(ImageRule(pattern) for pattern in patterns), ImageRule("*", allow=False, missing=True)]
+
+
 @dataclass
 class ClusterSettings:
     state_dir: Path = field(default_factory=lambda: Path(".state/local-cluster"))
