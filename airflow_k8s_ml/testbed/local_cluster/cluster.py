@@ -66,6 +66,7 @@ class LocalCluster:
         self.admissions: dict[tuple[str, str], list[Admission]] = {}
         self.converters: dict[tuple[str, str], Converter] = {}
         self.subresources: dict[tuple[tuple[str, str], str], SubresourceHandler] = {}
+        self.readers: dict[tuple[str, str], SubresourceHandler] = {}
         self.admin_actions: dict[str, AdminAction] = {}
         self.unserved = unserved_versions(self.settings.kueue_v1beta2)
         self.controllers: list[Controller] = []
@@ -84,6 +85,9 @@ class LocalCluster:
 
     def register_subresource(self, rt: ResourceType, name: str, handler: SubresourceHandler) -> None:
         self.subresources[(rt.storage_key, name)] = handler
+
+    def register_reader(self, rt: ResourceType, handler: SubresourceHandler) -> None:
+        self.readers[rt.storage_key] = handler
 
     def register_admin_action(self, name: str, action: AdminAction) -> None:
         self.admin_actions[name] = action

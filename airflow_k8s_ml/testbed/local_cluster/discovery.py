@@ -61,7 +61,8 @@ def resource_list(group: str, version: str, unserved: Unserved = frozenset()) ->
         return None
     resources: list[dict[str, Any]] = []
     for rt in types:
-        resources.append(_resource_entry(rt))
+        if rt.kind != "MetricValueList":  # custom metrics: only ``pods/<metric>`` rows, as the adapter
+            resources.append(_resource_entry(rt))
         for sub in rt.subresources:
             resources.append(_subresource_entry(rt, sub))
     return {
@@ -90,7 +91,7 @@ def _resource_entry(rt: ResourceType) -> dict[str, Any]:
 
 def _verbs(rt: ResourceType) -> tuple[str, ...]:
     if rt.virtual:
-        return ()
+        return rt.verbs
     if rt.plural == "namespaces":
         return ("create", "delete", "get", "list", "patch", "update", "watch")
     return ("create", "delete", "deletecollection", "get", "list", "patch", "update", "watch")
@@ -110,7 +111,7 @@ def _subresource_entry(rt: ResourceType, sub: str) -> dict[str, Any]:
         entry.update(group="autoscaling", version="v1", kind="Scale")
     elif sub == "eviction":
         entry.update(group="policy", version="v1", kind="Eviction", verbs=["create"])
-    elif sub == "pendingworkloads":
+    elif sub == "pendingworkloads" or rt.kind == "MetricValueList":
         entry.update(verbs=["get"])
     elif sub == "proxy":
         entry.update(kind="ServiceProxyOptions", verbs=["create", "delete", "get", "patch", "update"])

@@ -39,6 +39,8 @@ class ResourceType:
     # A deprecated version's warning, sent with every answer to a request at it (a CRD version's
     # ``deprecationWarning``, which the apiserver sends as a ``299`` Warning header).
     deprecation_warning: str = ""
+    # The verbs discovery lists for a virtual row whose reads a controller serves (metrics.k8s.io).
+    verbs: tuple[str, ...] = ()
 
     @property
     def api_version(self) -> str:
@@ -143,6 +145,46 @@ def _kueue_v1beta1(rt: ResourceType) -> ResourceType:
 
 _KUEUE_ROWS: tuple[ResourceType, ...] = (*_KUEUE_KINDS, *(_kueue_v1beta1(rt) for rt in _KUEUE_KINDS))
 
+# The metrics APIs (controllers/metrics): metrics.k8s.io as metrics-server serves it (PodMetrics and
+# NodeMetrics, get and list) and custom.metrics.k8s.io as a Prometheus adapter serves it (one discovery row
+# per ``pods/<metric>``, kind MetricValueList, get only). Nothing is stored: each answer is measured.
+METRICS_GROUP = "metrics.k8s.io"
+CUSTOM_METRICS_GROUP = "custom.metrics.k8s.io"
+#: The pods metrics the custom metrics API serves, from the service proxy's counts.
+CUSTOM_POD_METRICS = ("http_requests_per_second", "http_requests_total", "http_request_errors_total")
+_METRICS_ROWS: tuple[ResourceType, ...] = (
+    ResourceType(
+        METRICS_GROUP,
+        "v1beta1",
+        "pods",
+        "PodMetrics",
+        subresources=(),
+        categories=(),
+        virtual=True,
+        verbs=("get", "list"),
+    ),
+    ResourceType(
+        METRICS_GROUP,
+        "v1beta1",
+        "nodes",
+        "NodeMetrics",
+        namespaced=False,
+        subresources=(),
+        categories=(),
+        virtual=True,
+        verbs=("get", "list"),
+    ),
+    ResourceType(
+        CUSTOM_METRICS_GROUP,
+        "v1beta2",
+        "pods",
+        "MetricValueList",
+        subresources=CUSTOM_POD_METRICS,
+        categories=(),
+        virtual=True,
+    ),
+)
+
 
 RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ResourceType(
@@ -237,6 +279,7 @@ RESOURCE_TYPES: tuple[ResourceType, ...] = (
     ),
     ResourceType("jobset.x-k8s.io", "v1alpha2", "jobsets", "JobSet", categories=()),
     *_KUEUE_ROWS,
+    *_METRICS_ROWS,
 )
 
 # The kind namespaced objects live in: the store refuses a namespaced object whose namespace does not exist

@@ -82,6 +82,8 @@ class ServedCluster(Protocol):
     metrics: Metrics
     faults: Faults
     subresources: dict[tuple[tuple[str, str], str], SubresourceHandler]
+    #: What answers every request for a virtual kind whose reads a controller serves (the metrics APIs).
+    readers: dict[tuple[str, str], SubresourceHandler]
     #: (group, version) pairs the settings turn off: 404 and absent from discovery.
     unserved: Unserved
 
@@ -245,6 +247,9 @@ class ApiServer:
         assert target.rt is not None
         if target.rt.namespaced and target.namespace is None and target.name is not None:
             raise errors.StatusError(404, "NotFound", "the server could not find the requested resource")
+        reader = self.cluster.readers.get(target.rt.storage_key) if target.rt.virtual else None
+        if reader is not None:
+            return await reader(request, target)
         if target.subresource and target.subresource != "status":
             handler = self.cluster.subresources.get((target.rt.storage_key, target.subresource))
             if handler is None:

@@ -48,6 +48,10 @@ class ClusterServices(Protocol):
 
     def register_subresource(self, rt: ResourceType, name: str, handler: SubresourceHandler) -> None: ...
 
+    def register_reader(self, rt: ResourceType, handler: SubresourceHandler) -> None:
+        """Serve every request for a virtual kind (one with nothing stored: the metrics APIs)."""
+        ...
+
     def register_admin_action(self, name: str, action: AdminAction) -> None: ...
 
     def admit(self, rt: ResourceType, obj: Obj, old: Obj | None) -> Obj:

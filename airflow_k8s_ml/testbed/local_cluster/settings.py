@@ -82,6 +82,14 @@ class ClusterSettings:
     # Containment of a container's processes: "auto" (a cgroup v2 per instance where writable, else
     # process-tree tracking as a child subreaper), "cgroup" (auto, warning on fallback), "tree".
     containment: str = "auto"
+    # metrics-server's --metric-resolution: seconds between the kubelet's cgroup samples; CPU is the rate
+    # between the two newest (metrics.k8s.io's ``window``).
+    metrics_resolution: float = 15.0
+    # The custom metrics API's http_requests_per_second: requests over the last this many seconds (a
+    # Prometheus adapter's ``rate(http_requests_total[30s])``).
+    request_rate_window: float = 30.0
+    # --horizontal-pod-autoscaler-sync-period.
+    hpa_sync_period: float = 15.0
     # runAsNonRoot (when the cluster runs as root, images run as root unless their rule or runAsUser says
     # otherwise): "enforce" refuses as the kubelet does (CreateContainerConfigError); "warn" records the
     # same message as a Warning event and starts the container anyway (for interpreters only root reaches).

@@ -29,6 +29,7 @@ CONTROLLER_PATHS: list[str] = [
     "controllers.deployment.controller:DeploymentController",
     "controllers.deployment.replicaset:ReplicaSetController",
     "controllers.service.controller:ServiceController",
+    "controllers.metrics.apis:MetricsAPIs",
     "controllers.hpa.controller:HPAController",
     "controllers.pdb:DisruptionController",
 ]

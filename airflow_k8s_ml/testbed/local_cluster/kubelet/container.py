@@ -26,6 +26,7 @@ from .logs import LogRegistry
 from .probes import ProbeLoop, Target, make_check
 from .runtime import ContainerProcess, StartError
 from .status import ContainerState, go_duration, pod_ref
+from .usage import NO_CGROUP_REASON, UsageMeter, no_cgroup_message
 
 Obj = dict[str, Any]
 _MESSAGE_LIMIT = 4096
@@ -45,6 +46,9 @@ class ContainerNode(Protocol):
 
     @property
     def containment(self) -> Containment: ...
+
+    @property
+    def usage(self) -> UsageMeter: ...
 
 
 class RunningPod(Protocol):
@@ -221,11 +225,14 @@ class ContainerRunner:
         started = time.time()
         self.state.run(started)
         self.w.event("Normal", "Started", f"Started container {self.name}")
+        if not self.w.kubelet.usage.track(self.w.uid, self.name, instance):
+            self.w.event("Warning", NO_CGROUP_REASON, no_cgroup_message(self.name))
         probes = self._start_probes(launch)
         self.w.publish()
         try:
             code = await self._wait(proc)
         finally:
+            self.w.kubelet.usage.untrack(self.w.uid, self.name, instance)
             for task in probes:
                 task.cancel()
         self.state.terminate(

@@ -33,6 +33,7 @@ from .logs import LogRegistry, log_handler
 from .network import HOST_IP, IpAllocator, loopback_range_usable
 from .node import node_object, node_status
 from .unsupported import UNSUPPORTED, unsupported_handler
+from .usage import UsageMeter
 from .volumes import pod_dir
 from .worker import PodWorker
 
@@ -62,6 +63,8 @@ class Kubelet(Controller):
         self._detached: set[PodWorker] = set()  # stopping workers whose pod is gone or replaced
         self._deleted: dict[ObjKey, Obj] = {}
         self._containment: Containment | None = None
+        self._usage: UsageMeter | None = None
+        self._sampler: asyncio.Task[None] | None = None
         self._cleanups: set[asyncio.Future[None]] = set()
 
     @property
@@ -70,6 +73,13 @@ class Kubelet(Controller):
         if self._containment is None:
             self._containment = detect(self.settings.containment)
         return self._containment
+
+    @property
+    def usage(self) -> UsageMeter:
+        """What each container uses, from its cgroup (see :mod:`.usage`); metrics-server reads it."""
+        if self._usage is None:
+            self._usage = UsageMeter(self.containment.root)
+        return self._usage
 
     # -- wiring ------------------------------------------------------------------------------------
     def attach(self) -> None:
@@ -91,6 +101,13 @@ class Kubelet(Controller):
         self._register_node()
         _ = self.containment  # chosen now: it also sweeps what a kill -9'd kubelet left behind
         await super().start()
+        self._sampler = asyncio.create_task(self._sample_usage(), name="kubelet-usage")
+
+    async def _sample_usage(self) -> None:
+        """Read every container's cgroup each ``metrics_resolution`` seconds, off the loop."""
+        while True:
+            await asyncio.to_thread(self.usage.sample, time.time())
+            await asyncio.sleep(self.settings.metrics_resolution)
 
     def _register_node(self) -> None:
         nodes, now = _rt("nodes"), time.time()
@@ -209,6 +226,10 @@ class Kubelet(Controller):
 
     async def on_stop(self) -> None:
         """Nothing may keep running when the cluster stops: SIGTERM, a short grace, then SIGKILL."""
+        if self._sampler is not None:
+            self._sampler.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._sampler
         workers = [*self.workers.values(), *self._detached]
         for worker in workers:
             worker.request_stop(StopRequest("shutdown", _SHUTDOWN_GRACE))

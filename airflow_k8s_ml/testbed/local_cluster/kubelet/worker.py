@@ -39,6 +39,7 @@ from .mounts import Mount, mount_table, rewriter
 from .network import HOST_IP, IpAllocator, api_server_env, bind_shim_env
 from .runtime import ContainerProcess, Credentials
 from .status import ContainerState, kubelet_conditions, merge_conditions, pod_phase
+from .usage import UsageMeter
 
 Obj = dict[str, Any]
 HOST_ENV = ("LANG", "LC_ALL", "LC_CTYPE", "TZ", "LD_LIBRARY_PATH")  # host variables a process needs to run
@@ -61,6 +62,9 @@ class PodHost(Protocol):
 
     @property
     def containment(self) -> Containment: ...
+
+    @property
+    def usage(self) -> UsageMeter: ...
 
     def lookup(self, plural: str, namespace: str, name: str) -> Obj | None: ...
 

@@ -1,7 +1,9 @@
 """The HorizontalPodAutoscaler controller (pkg/controller/podautoscaler), served at autoscaling/v2 and v1.
 
-Each sync (every ``sync_period`` seconds, 15 like upstream's default, and at once when the HPA's spec changes
-or a metric is set) reads the target's ``/scale`` view, asks :mod:`.metrics` for a proposal per metric,
+Each sync (every ``hpa_sync_period`` seconds, 15 like upstream's default, and at once when the HPA's spec
+changes or a metric is set) reads the target's ``/scale`` view, reads each metric's per-pod figures from the
+metrics-server controller (cpu and memory from metrics.k8s.io, ``Pods`` metrics from custom.metrics.k8s.io;
+an admin-set value wins), asks :mod:`.metrics` for a proposal per metric,
 normalizes it (:mod:`.scaling`) and writes the new size through the same scale path ``kubectl scale``
 uses. Without a metric value the status says so exactly as a cluster without metrics-server does:
 ``ScalingActive=False``, reason ``FailedGetResourceMetric``.
@@ -14,7 +16,7 @@ import time
 from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.k8s.selectors import SelectorError, parse_label_selector
+from airflow_k8s_ml.k8s.selectors import LabelSelector, SelectorError, parse_label_selector
 
 from ... import errors
 from ...meta import rfc3339
@@ -23,9 +25,19 @@ from ...store import Change, Obj
 from ..base import Controller, ObjKey
 from ..deployment.replicaset_pods import is_active, is_ready
 from ..deployment.scale import set_replicas, to_scale
+from ..metrics.apis import MetricsAPIs
 from .admission import admit_hpa
 from .convert import convert
-from .metrics import MetricError, MetricsSource, PodCounts, propose
+from .metrics import (
+    MetricError,
+    MetricsSource,
+    PodCounts,
+    PodSamples,
+    group_pods,
+    metric_name,
+    propose,
+    propose_from_samples,
+)
 from .scaling import History, normalize_legacy, normalize_with_behavior, record_scale_event, set_condition
 
 if TYPE_CHECKING:
@@ -50,20 +62,8 @@ class MetricsFailed(errors.LocalClusterError):
         self.statuses = statuses
 
 
-def metric_key(metric: Obj) -> str:
-    """The name a metric value is set under: the resource (cpu, memory) or the custom metric's name."""
-    kind = metric.get("type") or ""
-    if kind == "Resource":
-        return str((metric.get("resource") or {}).get("name", ""))
-    if kind == "ContainerResource":
-        return str((metric.get("containerResource") or {}).get("name", ""))
-    body = metric.get({"Pods": "pods", "Object": "object", "External": "external"}.get(kind, "")) or {}
-    return str((body.get("metric") or {}).get("name", ""))
-
-
 class HPAController(Controller):
     name = "horizontal-pod-autoscaler"
-    sync_period = 15.0  # --horizontal-pod-autoscaler-sync-period
 
     def __init__(self, cluster: ClusterServices) -> None:
         super().__init__(cluster)
@@ -98,7 +98,7 @@ class HPAController(Controller):
             yield (change.namespace, change.obj["metadata"]["name"])
 
     def all_keys(self) -> Iterable[ObjKey]:
-        due = time.monotonic() - self.sync_period
+        due = time.monotonic() - self.settings.hpa_sync_period
         return [
             key
             for hpa in self.store.iter(HPAS)
@@ -157,14 +157,14 @@ class HPAController(Controller):
             desired, reason = minimum, "Current number of replicas below Spec.MinReplicas"
         else:
             try:
-                proposal, metric_name, statuses = self._compute(hpa, target, scale, conditions, now)
+                proposal, chosen, statuses = self._compute(hpa, target, scale, conditions, now)
             except MetricsFailed as failed:
                 _set_replicas_status(status, current, status.get("desiredReplicas", 0), failed.statuses)
                 self._event(hpa, "Warning", "FailedComputeMetricsReplicas", str(failed))
                 return
             desired = proposal
             if desired > current:
-                reason = f"{metric_name} above target"
+                reason = f"{chosen} above target"
             elif desired < current:
                 reason = "All metrics below target"
             behavior = spec.get("behavior")
@@ -221,16 +221,21 @@ class HPAController(Controller):
         """``computeReplicasForMetrics``: the highest proposal; fails when every metric failed (or some failed
         and the others would scale down)."""
         namespace = hpa["metadata"]["namespace"]
-        counts = self._pod_counts(hpa, scale, conditions, now)
+        selector, pods = self._pods(hpa, scale, conditions, now)
+        counts = PodCounts(sum(1 for p in pods if is_ready(p)), sum(1 for p in pods if not is_ready(p)))
         spec_replicas = int((scale.get("spec") or {}).get("replicas") or 0)
         names = (hpa["metadata"]["name"], target["metadata"]["name"])
         metrics = (hpa.get("spec") or {}).get("metrics") or []
-        replicas, metric_name, statuses = 0, "", []
+        replicas, chosen, statuses = 0, "", []
         failures: list[MetricError] = []
         for metric in metrics:
-            value = self.metrics.get(namespace, names, metric_key(metric))
+            value = self.metrics.get(namespace, names, metric_name(metric))
             try:
-                proposal = propose(metric, value, spec_replicas, counts, namespace)
+                if value is not None or metric.get("type") in ("Object", "External"):
+                    proposal = propose(metric, value, spec_replicas, counts, namespace)
+                else:
+                    samples = self._samples(metric, namespace, selector, pods)
+                    proposal = propose_from_samples(metric, samples, spec_replicas, namespace)
             except MetricError as exc:
                 self._event(hpa, "Warning", exc.reason, exc.inner)
                 failures.append(exc)
@@ -238,7 +243,7 @@ class HPAController(Controller):
                 continue
             statuses.append(proposal.status)
             if replicas == 0 or proposal.replicas > replicas:
-                replicas, metric_name = proposal.replicas, proposal.name
+                replicas, chosen = proposal.replicas, proposal.name
         if failures and (len(failures) >= len(metrics) or replicas < spec_replicas):
             first = failures[0]
             set_condition(
@@ -258,14 +263,32 @@ class HPAController(Controller):
             "ScalingActive",
             "True",
             "ValidMetricFound",
-            f"the HPA was able to successfully calculate a replica count from {metric_name}",
+            f"the HPA was able to successfully calculate a replica count from {chosen}",
             now,
         )
-        return replicas, metric_name, statuses
+        return replicas, chosen, statuses
 
-    def _pod_counts(self, hpa: Obj, scale: Obj, conditions: list[Obj], now: float) -> PodCounts:
-        """Ready and unready active pods of the target, found by its scale's selector; fails (and says so
-        in ``ScalingActive``) when the scale has no valid selector."""
+    def _samples(
+        self, metric: Obj, namespace: str, selector: LabelSelector, pods: list[Obj]
+    ) -> PodSamples | None:
+        """The metric's per-pod figures from the metrics APIs (None when they have none: no metrics-server,
+        no cgroups, a metric they do not serve, or a ContainerResource metric, which we do not measure)."""
+        server = self.cluster.running_controller(MetricsAPIs.name)
+        kind, name = metric.get("type"), metric_name(metric)
+        if not isinstance(server, MetricsAPIs) or kind not in ("Resource", "Pods"):
+            return None
+        values = server.pod_values(namespace, selector, name)
+        if not values:
+            return None
+        spec = metric.get("resource" if kind == "Resource" else "pods") or {}
+        utilization = (spec.get("target") or {}).get("averageUtilization") is not None
+        return group_pods(pods, values, name if kind == "Resource" else "", utilization)
+
+    def _pods(
+        self, hpa: Obj, scale: Obj, conditions: list[Obj], now: float
+    ) -> tuple[LabelSelector, list[Obj]]:
+        """The target's active pods, found by its scale's selector; fails (and says so in
+        ``ScalingActive``) when the scale has no valid selector."""
         selector_text = (scale.get("status") or {}).get("selector") or ""
         try:
             selector = parse_label_selector(selector_text) if selector_text else None
@@ -287,7 +310,7 @@ class HPAController(Controller):
             for p in self.store.iter(PODS, hpa["metadata"]["namespace"])
             if is_active(p) and selector.matches(p["metadata"].get("labels") or {})
         ]
-        return PodCounts(sum(1 for p in pods if is_ready(p)), sum(1 for p in pods if not is_ready(p)))
+        return selector, pods
 
     def _rescale(
         self,

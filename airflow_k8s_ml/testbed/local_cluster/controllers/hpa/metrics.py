@@ -1,11 +1,17 @@
-"""Metrics for the HPA: a source you control, and the replica proposal per metric (replica_calculator.go).
+"""Metrics for the HPA: per-pod samples, and the replica proposal per metric (replica_calculator.go).
 
-The local cluster has no metrics-server, custom or external metrics API. :class:`MetricsSource` stands in
-for all three: tests and demos set ``(namespace, name, metric) -> value`` (``name`` = the HPA or its scale
-target; ``metric`` = ``cpu``/``memory`` or a custom metric name) through the admin action ``metrics``.
-A value is the *average per pod* (for ``cpu``/``memory`` Utilization: percent of request), as every ready
-pod of the target reported it. With no value set, each metric fails with upstream's message, so the HPA
-reports ``ScalingActive=False`` exactly like a cluster without metrics-server.
+By default the figures are real: ``Resource`` cpu/memory from ``metrics.k8s.io`` (the kubelet's cgroup
+readings) and ``Pods`` metrics from ``custom.metrics.k8s.io`` (the service proxy's request counts), both
+read per pod from the metrics-server controller (``controllers/metrics``). :class:`MetricsSource` is the
+admin action ``metrics`` kept for tests of the HPA's own rules (and for ``Object``/``External`` metrics and
+a cluster without cgroups): ``(namespace, name, metric) -> value`` (``name`` = the HPA or its scale
+target), the *average per pod* (for Utilization targets: percent of request) as every ready pod reported
+it; a value set there wins over the real figures. With neither, each metric fails with upstream's message,
+so the HPA reports ``ScalingActive=False`` exactly like a cluster without metrics-server.
+
+One algorithm for both sources: :func:`propose_from_samples` is upstream's ``GetResourceReplicas`` /
+``calcPlainMetricReplicas`` (tolerance 0.1; missing pods count as at target when scaling down and as 0
+when scaling up; unready pods count as 0 when scaling up on cpu).
 """
 
 from __future__ import annotations
@@ -17,6 +23,7 @@ from typing import Any
 from airflow_k8s_ml.k8s import quantities
 
 from ...errors import LocalClusterError
+from ..deployment.replicaset_pods import is_ready
 
 Obj = dict[str, Any]
 
@@ -95,20 +102,123 @@ def _number(value: Any) -> float:
     return float(quantities.parse(value)) if value is not None else 0.0
 
 
-def _ratio_replicas(ratio: float, current: int, counts: PodCounts, unready_dampen: bool) -> int:
-    """``GetResourceReplicas``/``calcPlainMetricReplicas``: within tolerance keep; unready pods count as 0
-    usage when scaling up (and the proposal is dropped if that reverses the direction)."""
-    if counts.ready == 0:
+@dataclass(frozen=True)
+class PodSamples:
+    """One metric's per-pod figures, grouped as upstream's ``groupPods``: ``values`` of the pods that count
+    (ready, with a figure), ``requests`` per pod for Utilization targets (same unit as the values), the
+    ``unready`` pods (pending, or not Ready for cpu) and the ``missing`` ones (running, no figure yet).
+    ``raw``: the values are real usages, so the status also reports their average."""
+
+    values: dict[str, float]
+    requests: dict[str, float] = field(default_factory=dict)
+    unready: frozenset[str] = frozenset()
+    missing: frozenset[str] = frozenset()
+    raw: bool = True
+    error: str = ""  # why no replica count can be computed from these figures (a missing request)
+
+
+def group_pods(pods: list[Obj], values: dict[str, float], resource: str, utilization: bool) -> PodSamples:
+    """``groupPods`` (+ ``calculatePodRequests`` for Utilization targets): deleted and failed pods are
+    ignored, pending ones unready, running ones without a figure missing; for cpu a pod that is not Ready
+    is unready too (upstream also looks at when it became Ready; we do not)."""
+    ready: dict[str, float] = {}
+    unready: set[str] = set()
+    missing: set[str] = set()
+    for pod in pods:
+        name = pod["metadata"]["name"]
+        phase = (pod.get("status") or {}).get("phase")
+        if pod["metadata"].get("deletionTimestamp") or phase in ("Failed", "Succeeded"):
+            continue
+        if phase == "Pending":
+            unready.add(name)
+        elif name not in values:
+            missing.add(name)
+        elif resource == "cpu" and not is_ready(pod):
+            unready.add(name)
+        else:
+            ready[name] = values[name]
+    requests: dict[str, float] = {}
+    error = ""
+    if utilization:
+        try:
+            requests = pod_requests(pods, resource)
+        except ValueError as exc:
+            error = str(exc)
+    return PodSamples(ready, requests, frozenset(unready), frozenset(missing), error=error)
+
+
+def pod_requests(pods: list[Obj], resource: str) -> dict[str, float]:
+    """Each pod's request of ``resource`` (cores, bytes), summed over its containers; a container without
+    one fails as upstream: ``missing request for cpu in container main of Pod web-1``."""
+    requests: dict[str, float] = {}
+    for pod in pods:
+        total = 0.0
+        for container in (pod.get("spec") or {}).get("containers") or []:
+            value = ((container.get("resources") or {}).get("requests") or {}).get(resource)
+            if value is None:
+                raise ValueError(
+                    f"missing request for {resource} in container {container.get('name')} "
+                    f"of Pod {pod['metadata']['name']}"
+                )
+            total += float(quantities.parse(value))
+        requests[pod["metadata"]["name"]] = total
+    return requests
+
+
+def average_samples(value: float, counts: PodCounts, utilization: bool) -> PodSamples:
+    """An admin-set average as each ready pod's figure (requests of 100, so utilization is the value)."""
+    ready = [f"ready-{i}" for i in range(counts.ready)]
+    unready = [f"unready-{i}" for i in range(counts.unready)]
+    requests = {name: 100.0 for name in ready + unready} if utilization else {}
+    return PodSamples({name: value for name in ready}, requests, frozenset(unready), raw=False)
+
+
+def _usage_ratio(
+    values: dict[str, float], requests: dict[str, float], target: float, utilization: bool
+) -> float:
+    """``GetResourceUtilizationRatio`` (usage over requests, in percent, over the target percent) or
+    ``GetMetricUsageRatio`` (the average over the target average)."""
+    if utilization:
+        total = sum(requests.get(name, 0.0) for name in values)
+        if total == 0:
+            raise ValueError("no metrics returned matched known pods")
+        return (sum(values.values()) * 100 / total) / target
+    return (sum(values.values()) / len(values)) / target if target else 0.0
+
+
+def replicas_from_samples(samples: PodSamples, target: float, current: int, utilization: bool) -> int:
+    """Upstream's replica calculation for per-pod metrics, given the ready pods' figures."""
+    if samples.error:
+        raise ValueError(samples.error)
+    metrics = dict(samples.values)
+    if not metrics:
         raise ValueError("did not receive metrics for targeted pods (pods might be unready)")
-    if not (unready_dampen and counts.unready > 0 and ratio > 1.0):
+    ratio = _usage_ratio(metrics, samples.requests, target, utilization)
+    scale_up_with_unready = bool(samples.unready) and ratio > 1.0
+    if not scale_up_with_unready and not samples.missing:
         if abs(1.0 - ratio) <= TOLERANCE:
             return current
-        return math.ceil(ratio * counts.ready)
-    total = counts.ready + counts.unready
-    dampened = ratio * counts.ready / total
-    if abs(1.0 - dampened) <= TOLERANCE or dampened < 1.0:
+        return math.ceil(ratio * len(metrics))
+    for name in samples.missing:
+        if ratio < 1.0:  # scaling down: a pod without figures is assumed at the target
+            fill = samples.requests.get(name, 0.0) * max(100.0, target) / 100 if utilization else target
+        else:  # scaling up: at 0
+            fill = 0.0
+        metrics[name] = fill
+    if scale_up_with_unready:
+        for name in samples.unready:
+            metrics[name] = 0.0
+    new_ratio = _usage_ratio(metrics, samples.requests, target, utilization)
+    if (
+        abs(1.0 - new_ratio) <= TOLERANCE
+        or (ratio < 1.0 and new_ratio > 1.0)
+        or (ratio > 1.0 and new_ratio < 1.0)
+    ):
         return current
-    return math.ceil(dampened * total)
+    replicas = math.ceil(new_ratio * len(metrics))
+    if (new_ratio < 1.0 and replicas > current) or (new_ratio > 1.0 and replicas < current):
+        return current
+    return replicas
 
 
 def _usage_ratio_replicas(ratio: float, current: int, counts: PodCounts) -> int:
@@ -147,27 +257,41 @@ def _missing(kind: str, metric: str, namespace: str, selector: Any) -> MetricErr
 
 
 def propose(metric: Obj, value: float | None, current: int, counts: PodCounts, namespace: str) -> Proposal:
-    """``computeReplicasForMetric`` for one metric spec with the value our source has (or None)."""
+    """``computeReplicasForMetric`` for one metric spec with an admin-set value (or None)."""
+    kind = metric.get("type") or ""
+    if kind in ("Object", "External"):
+        return _object_or_external(metric, kind, value, current, counts, namespace)
+    utilization = _target(metric).get("averageUtilization") is not None
+    samples = None if value is None else average_samples(value, counts, utilization)
+    return propose_from_samples(metric, samples, current, namespace)
+
+
+def propose_from_samples(metric: Obj, samples: PodSamples | None, current: int, namespace: str) -> Proposal:
+    """``computeReplicasForMetric`` for a per-pod metric (``Resource``, ``ContainerResource``, ``Pods``)
+    from its pods' figures (None: the metrics API returned nothing)."""
     kind = metric.get("type") or ""
     if kind in ("Resource", "ContainerResource"):
-        return _resource(metric, kind, value, current, counts, namespace)
+        return _resource(metric, kind, samples, current, namespace)
     if kind == "Pods":
-        spec = metric.get("pods") or {}
-        name = (spec.get("metric") or {}).get("name", "")
-        if value is None:
+        name = metric_name(metric)
+        if samples is None:
             raise _missing(kind, name, namespace, None)
-        target = _number((spec.get("target") or {}).get("averageValue"))
-        replicas = _plain(value / target if target else 0.0, current, counts)
+        target = _number(_target(metric).get("averageValue"))
+        try:
+            replicas = replicas_from_samples(samples, target, current, utilization=False)
+        except ValueError as exc:
+            raise MetricError(
+                "FailedGetPodsMetric", str(exc), f"failed to get pods metric value: {exc}"
+            ) from exc
+        average = sum(samples.values.values()) / len(samples.values)
         return Proposal(
             replicas,
             f"pods metric {name}",
             {
                 "type": "Pods",
-                "pods": {"metric": {"name": name}, "current": {"averageValue": format_quantity(value)}},
+                "pods": {"metric": {"name": name}, "current": {"averageValue": format_quantity(average)}},
             },
         )
-    if kind in ("Object", "External"):
-        return _object_or_external(metric, kind, value, current, counts, namespace)
     raise MetricError(
         "InvalidMetricSourceType",
         f'unknown metric source type "{kind}"',
@@ -175,23 +299,31 @@ def propose(metric: Obj, value: float | None, current: int, counts: PodCounts, n
     )
 
 
-def _plain(ratio: float, current: int, counts: PodCounts) -> int:
-    try:
-        return _ratio_replicas(ratio, current, counts, unready_dampen=False)
-    except ValueError as exc:
-        raise MetricError("FailedGetPodsMetric", str(exc), f"failed to get pods metric value: {exc}") from exc
+def metric_name(metric: Obj) -> str:
+    """The resource (cpu, memory) or the custom metric's name a metric spec reads."""
+    kind = metric.get("type") or ""
+    if kind == "Resource":
+        return str((metric.get("resource") or {}).get("name", ""))
+    if kind == "ContainerResource":
+        return str((metric.get("containerResource") or {}).get("name", ""))
+    body = metric.get({"Pods": "pods", "Object": "object", "External": "external"}.get(kind, "")) or {}
+    return str((body.get("metric") or {}).get("name", ""))
 
 
-def _resource(
-    metric: Obj, kind: str, value: float | None, current: int, counts: PodCounts, namespace: str
-) -> Proposal:
+def _target(metric: Obj) -> Obj:
+    kind = metric.get("type") or ""
+    key = {"Resource": "resource", "ContainerResource": "containerResource", "Pods": "pods"}.get(kind, "")
+    return ((metric.get(key) or {}).get("target") or {}) if key else {}
+
+
+def _resource(metric: Obj, kind: str, samples: PodSamples | None, current: int, namespace: str) -> Proposal:
     key = "resource" if kind == "Resource" else "containerResource"
     spec = metric.get(key) or {}
     name = spec.get("name", "")
     target = spec.get("target") or {}
     utilization = target.get("averageUtilization")
     what = "utilization" if utilization is not None else "usage"
-    if value is None:
+    if samples is None:
         error = _missing(kind, name, namespace, None)
         inner = f"failed to get {name} {what}: {error.inner}"
         outer = (
@@ -200,13 +332,9 @@ def _resource(
             else f"failed to get {name} container metric value: {inner}"
         )
         raise MetricError(error.reason, inner, outer)
-    if utilization:
-        ratio = value / utilization
-    else:
-        average = _number(target.get("averageValue"))
-        ratio = value / average if average else 0.0
+    goal = float(utilization) if utilization is not None else _number(target.get("averageValue"))
     try:
-        replicas = _ratio_replicas(ratio, current, counts, unready_dampen=name == "cpu")
+        replicas = replicas_from_samples(samples, goal, current, utilization=utilization is not None)
     except ValueError as exc:
         inner = f"failed to get {name} {what}: {exc}"
         raise MetricError(
@@ -214,11 +342,15 @@ def _resource(
             inner,
             f"failed to get {name} resource metric value: {inner}",
         ) from exc
-    current_value: Obj = (
-        {"averageUtilization": round(value)}
-        if utilization is not None
-        else {"averageValue": format_quantity(value)}
-    )
+    average = sum(samples.values.values()) / len(samples.values)
+    current_value: Obj = {}
+    if utilization is not None:
+        requested = sum(samples.requests.get(pod, 0.0) for pod in samples.values)
+        current_value["averageUtilization"] = int(sum(samples.values.values()) * 100 / requested)
+        if samples.raw:
+            current_value["averageValue"] = format_quantity(average)
+    else:
+        current_value["averageValue"] = format_quantity(average)
     label = "resource" if kind == "Resource" else "container resource"
     status_body: Obj = {"name": name, "current": current_value}
     if kind == "ContainerResource":

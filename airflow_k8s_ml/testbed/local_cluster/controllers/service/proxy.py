@@ -7,6 +7,10 @@ authentication filter strips) and body go to a ready endpoint at ``podIP:targetP
 round-robin (upstream picks at random). Errors are the apiserver's: 503 ``no endpoints available for
 service "x"``, 503 ``error trying to reach service: dial tcp ...: connect: connection refused``, 400
 ``address not allowed`` for a pod without an IP.
+
+Every request that reaches a pod is counted for it (:mod:`..metrics.requests`): errors are 5xx answers and
+connection errors. The custom metrics API serves these counts as ``http_requests_per_second``,
+``http_requests_total`` and ``http_request_errors_total``.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ from aiohttp import web
 
 from ... import errors, routing
 from ...resources import lookup
+from ..metrics.apis import MetricsAPIs
 
 if TYPE_CHECKING:
     import aiohttp
@@ -54,6 +59,7 @@ class Location:
     scheme: str
     host: str
     port: int | None
+    pod: tuple[str, str, str] | None = None  # (namespace, name, uid) of the pod reached, to count for it
 
 
 def split_scheme_name_port(ident: str) -> tuple[str, str, str]:
@@ -116,7 +122,7 @@ class ProxyHandlers:
         if not subsets:
             raise errors.service_unavailable(f'no endpoints available for service "{name}"')
         candidates = [
-            (a["ip"], p["port"])
+            (a["ip"], p["port"], a.get("targetRef") or {})
             for s in subsets
             for p in s.get("ports") or []
             if (p.get("name") or "") == port
@@ -126,8 +132,13 @@ class ProxyHandlers:
         if not candidates:
             raise errors.service_unavailable(f'no endpoints available for service "{ident}"')
         cursor = self._cursors.setdefault((namespace, name, port), itertools.count())
-        host, number = candidates[next(cursor) % len(candidates)]
-        return Location(scheme or "http", host, int(number))
+        host, number, ref = candidates[next(cursor) % len(candidates)]
+        pod = (
+            (ref.get("namespace") or namespace, ref.get("name", ""), ref.get("uid", ""))
+            if ref.get("kind") == "Pod"
+            else None
+        )
+        return Location(scheme or "http", host, int(number), pod)
 
     def _valid(self, namespace: str, address: Obj) -> bool:
         """``isValidAddress``: the address still belongs to the pod it names."""
@@ -154,7 +165,10 @@ class ProxyHandlers:
             raise errors.service_unavailable(
                 f"error trying to reach service: dial tcp: lookup {pod_ip}:{port}: invalid port"
             )
-        return Location(scheme or "http", pod_ip, int(port) if port else None)
+        meta = pod["metadata"]
+        return Location(
+            scheme or "http", pod_ip, int(port) if port else None, (namespace, name, meta.get("uid", ""))
+        )
 
     # -- handlers ----------------------------------------------------------------------------------
     async def service_proxy(self, request: web.Request, target: routing.Target) -> web.StreamResponse:
@@ -201,12 +215,20 @@ class ProxyHandlers:
                 ssl=location.scheme != "https",  # like the apiserver: no verification of pod certificates
             )
         except (TimeoutError, aiohttp.ClientError, OSError) as exc:
+            self._count(location, error=True)
             raise errors.service_unavailable(
                 f"error trying to reach service: dial tcp {location.host}:{location.port or 80}: connect: "
                 f"{_reason(exc)}"
             ) from exc
+        self._count(location, error=upstream.status >= 500)
         async with upstream:
             return await _relay(request, upstream)
+
+    def _count(self, location: Location, error: bool) -> None:
+        counts = self.cluster.running_controller(MetricsAPIs.name)
+        if location.pod is not None and isinstance(counts, MetricsAPIs):
+            namespace, name, uid = location.pod
+            counts.requests.record((namespace, name), uid, self.cluster.settings.clock.now(), error)
 
     def _client(self) -> aiohttp.ClientSession:
         import aiohttp
