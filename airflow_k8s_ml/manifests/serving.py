@@ -32,6 +32,7 @@ from airflow_k8s_ml.manifests.serving_rules import (
     DEFAULT_STARTUP_TIMEOUT,
     INFERENCE_DEFAULTS,
     INGRESS_DEFAULTS,
+    REQUESTS_PER_SECOND_METRIC,
     check_autoscaling_fields,
     check_inference_fields,
     check_ingress_fields,
@@ -74,15 +75,22 @@ STARTUP_PROBE_PERIOD = 1
 
 @dataclass(frozen=True, slots=True)
 class Autoscaling:
-    """autoscaling/v2 HPA: CPU utilisation (percent of the CPU *request*) and/or one custom metric.
+    """autoscaling/v2 HPA: CPU utilisation (percent of the CPU *request*), the request rate per pod, and/or
+    one other custom metric.
 
-    ``metric_type`` ``Pods`` reads a per-pod metric (e.g. ``requests_per_second`` from a Prometheus adapter);
+    ``target_requests_per_second`` scales on the ``Pods`` metric ``http_requests_per_second`` (the name a
+    Prometheus adapter's rule conventionally gives ``rate(http_requests_total[...])``; the local cluster
+    serves it from its service proxy's counts) with an ``AverageValue`` target per pod.
+    ``autoscale_metric`` ("cpu", "rps", "both"; None: every target given) picks which given targets the HPA
+    uses, so a DAG Param can switch between them. ``metric_type`` ``Pods`` reads another per-pod metric;
     ``External`` a metric not tied to pods (queue length). Both use an ``AverageValue`` target per replica.
     """
 
     max_replicas: int
     min_replicas: int = 1
+    autoscale_metric: str | None = None
     target_cpu_utilization: int | None = None
+    target_requests_per_second: Quantity | None = None
     metric_name: str | None = None
     metric_type: str = "Pods"
     metric_target: Quantity | None = None
@@ -102,6 +110,17 @@ class Autoscaling:
                     "resource": {
                         "name": "cpu",
                         "target": {"type": "Utilization", "averageUtilization": self.target_cpu_utilization},
+                    },
+                }
+            )
+        if self.target_requests_per_second is not None:
+            average = format_quantity(self.target_requests_per_second)
+            out.append(
+                {
+                    "type": "Pods",
+                    "pods": {
+                        "metric": {"name": REQUESTS_PER_SECOND_METRIC},
+                        "target": {"type": "AverageValue", "averageValue": average},
                     },
                 }
             )

@@ -53,13 +53,19 @@ _PERCENT = r"^(100|[1-9]?[0-9])%$"
 #: ``tests/unit/test_manifests_serving.py`` checks that the two stay the same.
 AUTOSCALING_DEFAULTS: Mapping[str, Any] = {
     "min_replicas": 1,
+    "autoscale_metric": None,
     "target_cpu_utilization": None,
+    "target_requests_per_second": None,
     "metric_name": None,
     "metric_type": "Pods",
     "metric_target": None,
     "metric_selector": {},
     "scale_down_stabilization_seconds": None,
 }
+#: The per-pod request rate a Prometheus adapter (and the local cluster's custom metrics API) serves.
+REQUESTS_PER_SECOND_METRIC = "http_requests_per_second"
+#: ``autoscale_metric``: which of the given targets the HPA scales on (None: every target given).
+AUTOSCALE_METRICS = ("cpu", "rps", "both")
 #: The fields of :class:`~airflow_k8s_ml.manifests.serving.IngressPolicy`, with their defaults.
 INGRESS_DEFAULTS: Mapping[str, Any] = {"from_namespaces": (), "from_pod_labels": {}, "from_cidrs": ()}
 #: The fields of :class:`~airflow_k8s_ml.manifests.serving.InferenceSpec` but ``pod``, ``model_uri``
@@ -122,10 +128,20 @@ def check_autoscaling_fields(values: Mapping[str, Any]) -> dict[str, Any]:
     if scaling["max_replicas"] < scaling["min_replicas"]:
         raise fail("autoscaling.max_replicas", f"must be >= min_replicas ({scaling['min_replicas']})")
     check_optional_int(scaling["target_cpu_utilization"], "autoscaling.target_cpu_utilization", minimum=1)
+    _check_request_rate(scaling)
     check_choice(scaling["metric_type"], ("Pods", "External"), "autoscaling.metric_type")
     name, target = scaling["metric_name"], scaling["metric_target"]
-    if name is None and scaling["target_cpu_utilization"] is None:
-        raise fail("autoscaling", "needs target_cpu_utilization or metric_name (or both)")
+    if (
+        name is None
+        and scaling["target_cpu_utilization"] is None
+        and scaling["target_requests_per_second"] is None
+    ):
+        raise fail(
+            "autoscaling",
+            "needs target_cpu_utilization, target_requests_per_second or metric_name (or several)",
+        )
+    if name == REQUESTS_PER_SECOND_METRIC and scaling["target_requests_per_second"] is not None:
+        raise fail("autoscaling.metric_name", f"{name} is already the target_requests_per_second metric")
     if name is not None:
         check_non_empty_str(name, "autoscaling.metric_name")
         if target is None:
@@ -143,6 +159,30 @@ def check_autoscaling_fields(values: Mapping[str, Any]) -> dict[str, Any]:
         maximum=3600,
     )
     return scaling
+
+
+def _check_request_rate(scaling: dict[str, Any]) -> None:
+    """``autoscale_metric`` picks among the targets given, so each it names must be given: "cpu" needs
+    ``target_cpu_utilization``, "rps" ``target_requests_per_second`` (a positive rate per pod), "both" both.
+    The unpicked target is dropped, so one Param can switch a DAG between them."""
+    rate = scaling["target_requests_per_second"]
+    if rate is not None:
+        field_name = "autoscaling.target_requests_per_second"
+        scaling["target_requests_per_second"] = format_quantity(rate, field_name)
+        if parse_quantity(scaling["target_requests_per_second"]) <= 0:
+            raise fail(field_name, "must be greater than 0 (requests per second per pod)")
+    metric = scaling["autoscale_metric"]
+    if metric is None:
+        return
+    check_choice(metric, AUTOSCALE_METRICS, "autoscaling.autoscale_metric")
+    if metric in ("cpu", "both") and scaling["target_cpu_utilization"] is None:
+        raise fail("autoscaling.target_cpu_utilization", f"is required with autoscale_metric={metric!r}")
+    if metric in ("rps", "both") and rate is None:
+        raise fail("autoscaling.target_requests_per_second", f"is required with autoscale_metric={metric!r}")
+    if metric == "cpu":
+        scaling["target_requests_per_second"] = None
+    elif metric == "rps":
+        scaling["target_cpu_utilization"] = None
 
 
 def check_ingress_fields(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -137,8 +137,10 @@ class InferenceDeploymentOperator(_Runner):
         ``progress_deadline_seconds`` (600, Kubernetes' own ProgressDeadlineExceeded),
         ``revision_history_limit``, ``probe_period_seconds``, ``startup_timeout_seconds``.
     :param autoscaling: ``Autoscaling`` or its fields as a dict (``min_replicas``, ``max_replicas``,
-        ``target_cpu_utilization``, ``metric_name``/``metric_type``/``metric_target``). The HPA then owns the
-        replica count: re-applies never reset it.
+        ``target_cpu_utilization``, ``target_requests_per_second`` (per pod, on the ``Pods`` metric
+        ``http_requests_per_second``), ``autoscale_metric`` ("cpu", "rps" or "both": which given targets
+        to use), ``metric_name``/``metric_type``/``metric_target``, ``scale_down_stabilization_seconds``).
+        The HPA then owns the replica count: re-applies never reset it.
     :param pdb_min_available: PodDisruptionBudget ``minAvailable`` (int or percentage).
     :param network_policy: ``IngressPolicy`` or a dict (``from_namespaces``, ``from_pod_labels``,
         ``from_cidrs``): only these may reach the server port.
