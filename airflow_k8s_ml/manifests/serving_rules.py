@@ -22,6 +22,7 @@ from airflow_k8s_ml.manifests.formats import (
 )
 from airflow_k8s_ml.manifests.quantities import format_quantity, parse_quantity
 from airflow_k8s_ml.manifests.validation import (
+    PLACEHOLDER,
     check_choice,
     check_int,
     check_non_empty_str,
@@ -172,7 +173,7 @@ def _check_request_rate(scaling: dict[str, Any]) -> None:
         if parse_quantity(scaling["target_requests_per_second"]) <= 0:
             raise fail(field_name, "must be greater than 0 (requests per second per pod)")
     metric = scaling["autoscale_metric"]
-    if metric is None:
+    if metric is None or metric == PLACEHOLDER:  # templated (a DAG Param): judged once rendered
         return
     check_choice(metric, AUTOSCALE_METRICS, "autoscaling.autoscale_metric")
     if metric in ("cpu", "both") and scaling["target_cpu_utilization"] is None:

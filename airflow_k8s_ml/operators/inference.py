@@ -104,6 +104,20 @@ def _check_rollback_to(value: Any) -> None:
         raise ValidationError("rollback_to", f"must be a revision number (>= 1) or 'previous', got {value!r}")
 
 
+#: A templated ``canary`` value at parse time: a valid value of its key (judged once rendered).
+_CANARY_STAND_INS = {"percent": 1, "analysis_seconds": 1, "max_error_rate": 0, "min_requests": 1}
+
+
+def _parse_time_canary(value: Any) -> Any:
+    """``canary`` with each templated value replaced by a valid stand-in, so its other keys (and unknown
+    ones) are still judged when the DAG is parsed; a wholly templated ``canary`` is judged once rendered."""
+    if not is_templated(value):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    return {key: _CANARY_STAND_INS.get(key, 1) if is_templated(item) else item for key, item in value.items()}
+
+
 def _silent() -> Any:
     """A logger that says nothing (a look whose lines another shell will say)."""
     import logging
@@ -192,6 +206,7 @@ class InferenceDeploymentOperator(_Runner):
         "rollout_timeout",
         "rollback_to",
         "canary",
+        "autoscaling",
     )
     ui_color = "#e3f0e8"
     operator_extra_links = (InferenceServiceLink(),)
@@ -260,8 +275,7 @@ class InferenceDeploymentOperator(_Runner):
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         if not is_templated(rollback_to):
             _check_rollback_to(rollback_to)
-        if not is_templated(canary):
-            CanarySettings.read(canary)
+        CanarySettings.read(_parse_time_canary(canary))  # a typo or a bad literal fails the DAG import
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         if not is_templated(rollout_timeout):  # a template is parsed once rendered, in execute
             self.rollout_timeout = self._rollout_settings().deadlines.deadline
