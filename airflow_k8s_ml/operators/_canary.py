@@ -16,7 +16,15 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from airflow_k8s_ml.status.canary import CanarySettings, Verdict, canary_replicas, judge, window_counts
+from airflow_k8s_ml.status.canary import (
+    MAX_READ_FAILURES,
+    CanarySettings,
+    Counts,
+    Verdict,
+    canary_replicas,
+    judge,
+    window_counts,
+)
 
 if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient
@@ -106,11 +114,24 @@ def judge_in_worker(
 ) -> Verdict:
     """The analysis in the worker (a window shorter than ``defer_after``), by the trigger's rule."""
     poll = analysis_poll_seconds(settings)
+    failures = 0
+    last = Counts(0, 0, 0)
     while True:
         elapsed = time.time() - canary["started_at"]
         sleep(min(poll, max(settings.analysis_seconds - elapsed, 0.0)))
         elapsed = time.time() - canary["started_at"]
-        verdict = judge(settings, window_counts(canary["baseline"], read_counters(client, canary)), elapsed)
+        try:
+            now = read_counters(client, canary)
+        except Exception as exc:  # as the trigger: a canary that cannot be judged is not promoted
+            failures += 1
+            log.warning("canary %s: reading its metrics failed (%s)", canary["name"], exc)
+            if failures >= MAX_READ_FAILURES:
+                reason = f"could not read the canary's metrics {failures} times in a row: {exc}"
+                return Verdict("rollback", reason, last)
+            continue
+        failures = 0
+        verdict = judge(settings, window_counts(canary["baseline"], now), elapsed)
+        last = verdict.counts
         log.info("canary %s: %s", canary["name"], verdict.reason)
         if verdict.action != "wait":
             return verdict

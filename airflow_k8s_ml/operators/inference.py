@@ -712,7 +712,11 @@ class InferenceDeploymentOperator(_Runner):
         if failure:
             reason = f"smoke test failed: {failure}"
             return self._canary_decided(context, client, state, "rollback", reason, None)
-        baseline = _canary.read_counters(client, canary)
+        try:
+            baseline = _canary.read_counters(client, canary)
+        except Exception as exc:  # no custom metrics API, or not these metrics: the canary cannot be judged
+            reason = f"the canary cannot be judged: {exc}"
+            return self._canary_decided(context, client, state, "rollback", reason, None)
         canary.update(phase="analysis", baseline=baseline, started_at=time.time())
         state = {**state, "canary": canary}
         self.log.info(

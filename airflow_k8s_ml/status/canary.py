@@ -30,6 +30,7 @@ from airflow_k8s_ml.k8s.quantities import QuantityError, parse
 __all__ = [
     "CANARY_DEFAULTS",
     "ERRORS_METRIC",
+    "MAX_READ_FAILURES",
     "REQUESTS_METRIC",
     "CanarySettings",
     "Counts",
@@ -43,6 +44,9 @@ __all__ = [
 #: The pods metrics the canary is judged on (counters since pod start, the Prometheus adapter's names).
 REQUESTS_METRIC = "http_requests_total"
 ERRORS_METRIC = "http_request_errors_total"
+#: Reads of the counters that may fail in a row before the canary is rolled back, in worker and trigger alike:
+#: a canary that cannot be judged is not promoted.
+MAX_READ_FAILURES = 5
 #: Every key ``canary=`` takes, with its default (``percent`` has none: it is the switch).
 CANARY_DEFAULTS: Mapping[str, Any] = {
     "analysis_seconds": 120.0,

@@ -5,8 +5,9 @@ API (:mod:`airflow_k8s_ml.kube.custom_metrics`) and hands them, with the counter
 to the one verdict (:func:`airflow_k8s_ml.status.canary.judge`) the worker uses for a short window; it yields
 one event with the verdict (``promote`` / ``rollback``, reason, counts) as soon as it is not ``wait``.
 Counts are polled, not watched: the metrics API has no watch. The window's start travels as an absolute time,
-so a restarted triggerer resumes the same window. Metrics unreadable :data:`MAX_CONSECUTIVE_ERRORS` times in
-a row end the wait as a rollback naming the error: a canary that cannot be judged is not promoted.
+so a restarted triggerer resumes the same window. Metrics unreadable
+:data:`~airflow_k8s_ml.status.canary.MAX_READ_FAILURES` times in a row end the wait as a rollback naming the
+error: a canary that cannot be judged is not promoted.
 
 ``on_kill`` (the user killed the task) deletes the canary Deployment (this uid only), never the stable one;
 ``cleanup`` (every exit) deletes nothing.
@@ -21,12 +22,18 @@ from typing import Any
 
 from airflow.triggers.base import BaseTrigger, TriggerEvent
 
-from airflow_k8s_ml.status.canary import CanarySettings, Counts, Verdict, judge, window_counts
+from airflow_k8s_ml.status.canary import (
+    MAX_READ_FAILURES,
+    CanarySettings,
+    Counts,
+    Verdict,
+    judge,
+    window_counts,
+)
 
 __all__ = ["CanaryTrigger"]
 
 CLASSPATH = "airflow_k8s_ml.triggers.canary.CanaryTrigger"
-MAX_CONSECUTIVE_ERRORS = 5
 KILL_TIMEOUT = 20.0
 
 
@@ -98,7 +105,7 @@ class CanaryTrigger(BaseTrigger):
             except Exception as exc:  # the API may be briefly away; a canary never judged is not promoted
                 failures += 1
                 self.log.warning("canary %s: reading its metrics failed (%s)", self.name, exc)
-                if failures >= MAX_CONSECUTIVE_ERRORS:
+                if failures >= MAX_READ_FAILURES:
                     reason = f"could not read the canary's metrics {failures} times in a row: {exc}"
                     yield TriggerEvent(Verdict("rollback", reason, last.counts).to_dict())
                     return
