@@ -124,3 +124,53 @@ def test_build_canary_keeps_the_template_and_adds_its_own_selector() -> None:
     assert labels == {"airflow-k8s-ml/inference": "digits", "airflow-k8s-ml/canary": "digits"}
     assert canary["spec"]["template"]["spec"] == stable["spec"]["template"]["spec"]
     assert stable["metadata"]["name"] == "digits"  # the stable one is not changed
+
+
+def test_the_metrics_plan_asks_the_custom_metrics_api_for_the_canary_pods() -> None:
+    from airflow_k8s_ml.kube.custom_metrics import counters
+
+    plan = counters("ml", canary_selector("digits"))
+    first = next(plan)
+    assert (first.method, first.path) == (
+        "GET",
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ml/pods/*/http_requests_total",
+    )
+    assert first.query == (("labelSelector", "airflow-k8s-ml/inference=digits,airflow-k8s-ml/canary=digits"),)
+    item = {"describedObject": {"name": "p"}, "value": "40"}
+    second = plan.send({"items": [item]})
+    assert second.path.endswith("/pods/*/http_request_errors_total")
+    with pytest.raises(StopIteration) as done:
+        plan.send({"items": [{**item, "value": "2"}]})
+    assert done.value.value == {"requests": {"p": 40.0}, "errors": {"p": 2.0}}
+
+
+def test_a_missing_custom_metrics_api_says_what_the_cluster_needs() -> None:
+    from airflow_k8s_ml.errors import ApiError
+    from airflow_k8s_ml.kube.custom_metrics import pods_metric
+
+    plan = pods_metric("ml", "http_requests_total", {"a": "b"})
+    next(plan)
+    with pytest.raises(ApiError) as info:
+        plan.throw(ApiError(404, "NotFound", "the server could not find the requested resource"))
+    assert "does not serve the pods metric 'http_requests_total' in ml" in str(info.value)
+    assert "Prometheus adapter" in str(info.value)
+
+
+def test_the_canary_trigger_survives_serialization() -> None:
+    from airflow_k8s_ml.triggers.canary import CanaryTrigger
+
+    trigger = CanaryTrigger(
+        name="digits-canary",
+        namespace="ml",
+        uid="u-1",
+        selector=canary_selector("digits"),
+        canary=SETTINGS.to_dict(),
+        baseline={"requests": {"p": 3.0}, "errors": {"p": 0.0}},
+        started_at=1_700_000_000.5,
+        kubernetes_conn_id="k8s",
+        poll_interval=2.0,
+    )
+    classpath, kwargs = trigger.serialize()
+    assert classpath == "airflow_k8s_ml.triggers.canary.CanaryTrigger"
+    assert CanaryTrigger(**kwargs).serialize() == (classpath, kwargs)
+    assert CanarySettings.read(kwargs["canary"]) == SETTINGS
