@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, to_timedelta
@@ -42,7 +43,6 @@ from airflow_k8s_ml.operators._serving import (
 )
 from airflow_k8s_ml.operators._smoke import validate_smoke_args
 from airflow_k8s_ml.operators.links import InferenceServiceLink
-from airflow_k8s_ml.status.canary import CanarySettings
 
 if TYPE_CHECKING:
     from airflow.sdk import Context
@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.operators.wait_settings import WaitSettings
+    from airflow_k8s_ml.status.canary import CanarySettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["InferenceDeploymentOperator"]
@@ -116,6 +117,14 @@ def _parse_time_canary(value: Any) -> Any:
     if not isinstance(value, Mapping):
         return None
     return {key: _CANARY_STAND_INS.get(key, 1) if is_templated(item) else item for key, item in value.items()}
+
+
+def _canary_settings(value: Any) -> CanarySettings | None:
+    """``canary`` (rendered) by its rules, as the verdict's settings; None when off."""
+    from airflow_k8s_ml.status.canary import CanarySettings
+
+    checked = check_canary_fields(value)
+    return None if checked is None else CanarySettings(**checked)
 
 
 def _silent() -> Any:
@@ -275,7 +284,7 @@ class InferenceDeploymentOperator(_Runner):
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         if not is_templated(rollback_to):
             _check_rollback_to(rollback_to)
-        CanarySettings.read(_parse_time_canary(canary))  # a typo or a bad literal fails the DAG import
+        check_canary_fields(_parse_time_canary(canary))  # a typo or a bad literal fails the DAG import
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         if not is_templated(rollout_timeout):  # a template is parsed once rendered, in execute
             self.rollout_timeout = self._rollout_settings().deadlines.deadline
@@ -349,7 +358,7 @@ class InferenceDeploymentOperator(_Runner):
             run = {"dag_id": key.dag_id, "task_id": key.task_id, "run_id": key.run_id}
             record = record_for(before, model_uri, new_record(model_uri, model_metrics(args.model_uri), run))
         objects = with_model_record(objects, record)
-        canary = CanarySettings.read(self.canary)
+        canary = _canary_settings(self.canary)
         if canary is not None and self.rollback_to is None and before is not None:
             from airflow_k8s_ml.operators._rollout_report import served_model
 
@@ -702,8 +711,9 @@ class InferenceDeploymentOperator(_Runner):
         from airflow_k8s_ml.triggers.canary import CanaryTrigger
 
         canary = dict(state["canary"])
-        settings = CanarySettings.read(canary["settings"])
-        assert settings is not None
+        from airflow_k8s_ml.status.canary import CanarySettings
+
+        settings = CanarySettings(**canary["settings"])
         if outcome.outcome != "succeeded":
             return self._canary_decided(
                 context, client, state, "rollback", f"the canary's rollout failed: {outcome.message}", None

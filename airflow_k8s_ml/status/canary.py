@@ -18,17 +18,14 @@ would send users to a bad model.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, Literal
 
-from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.k8s.quantities import QuantityError, parse
 
 __all__ = [
-    "CANARY_DEFAULTS",
     "ERRORS_METRIC",
     "MAX_READ_FAILURES",
     "REQUESTS_METRIC",
@@ -47,52 +44,17 @@ ERRORS_METRIC = "http_request_errors_total"
 #: Reads of the counters that may fail in a row before the canary is rolled back, in worker and trigger alike:
 #: a canary that cannot be judged is not promoted.
 MAX_READ_FAILURES = 5
-#: Every key ``canary=`` takes, with its default (``percent`` has none: it is the switch).
-CANARY_DEFAULTS: Mapping[str, Any] = {
-    "analysis_seconds": 120.0,
-    "max_error_rate": 0.01,
-    "min_requests": 50,
-}
 
 
 @dataclass(frozen=True, slots=True)
 class CanarySettings:
-    """``canary={...}`` read once: share of pods, window, the error rate allowed, the traffic needed."""
+    """``canary={...}`` once checked (``manifests.serving_rules.check_canary_fields``, the argument's rules,
+    which DAG parsing runs too): share of pods, window, the error rate allowed, the traffic needed."""
 
     percent: int
     analysis_seconds: float
     max_error_rate: float
     min_requests: int
-
-    @classmethod
-    def read(cls, value: Any, field: str = "canary") -> CanarySettings | None:
-        """The settings from a mapping, None when off (``canary=None`` or ``percent`` 0, so a DAG Param can
-        switch it); ``ValidationError`` naming ``canary.<key>`` on anything else."""
-        if value is None:
-            return None
-        if not isinstance(value, Mapping):
-            raise ValidationError(field, f"must be a mapping with 'percent', got {type(value).__name__}")
-        unknown = sorted(set(value) - {"percent", *CANARY_DEFAULTS})
-        if unknown:
-            allowed = ", ".join(["percent", *CANARY_DEFAULTS])
-            raise ValidationError(f"{field}.{unknown[0]}", f"unknown key (allowed: {allowed})")
-        given = {**CANARY_DEFAULTS, **value}
-        if "percent" not in given:
-            raise ValidationError(f"{field}.percent", "is required (1..99, the canary's share of the pods)")
-        percent = _number(given["percent"], f"{field}.percent", integer=True)
-        if not 0 <= percent <= 99:
-            shown = given["percent"]
-            raise ValidationError(f"{field}.percent", f"must be in 1..99 (0: no canary), got {shown!r}")
-        seconds = _number(given["analysis_seconds"], f"{field}.analysis_seconds")
-        if seconds <= 0:
-            raise ValidationError(f"{field}.analysis_seconds", f"must be > 0, got {seconds:g}")
-        rate = _number(given["max_error_rate"], f"{field}.max_error_rate")
-        if not 0 <= rate < 1:
-            raise ValidationError(f"{field}.max_error_rate", f"must be in [0, 1), got {rate:g}")
-        minimum = _number(given["min_requests"], f"{field}.min_requests", integer=True)
-        if minimum < 1:
-            raise ValidationError(f"{field}.min_requests", f"must be >= 1, got {given['min_requests']!r}")
-        return None if percent == 0 else cls(int(percent), float(seconds), float(rate), int(minimum))
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -101,20 +63,6 @@ class CanarySettings:
             "max_error_rate": self.max_error_rate,
             "min_requests": self.min_requests,
         }
-
-
-def _number(value: Any, field: str, *, integer: bool = False) -> float:
-    """A number, or its text (a templated value renders to a string: ``"{{ params.canary_percent }}"``)."""
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            raise ValidationError(field, f"must be a number, got {value!r}") from None
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
-        raise ValidationError(field, f"must be a number, got {value!r}")
-    if integer and value != int(value):
-        raise ValidationError(field, f"must be a whole number, got {value!r}")
-    return float(value)
 
 
 def canary_replicas(stable_replicas: int, percent: int) -> int:

@@ -90,8 +90,7 @@ class CanaryTrigger(BaseTrigger):
         from airflow_k8s_ml.kube.async_client import get_kube
         from airflow_k8s_ml.kube.custom_metrics import counters
 
-        settings = CanarySettings.read(self.canary)
-        assert settings is not None, "a canary trigger is built for a canary"
+        settings = CanarySettings(**self.canary)
         failures = 0
         last = Verdict("wait", "", Counts(0, 0, 0))
         while True:

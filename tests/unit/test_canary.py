@@ -9,6 +9,7 @@ import pytest
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.serving import build_canary, canary_selector
+from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
 from airflow_k8s_ml.status.canary import (
     CanarySettings,
     Counts,
@@ -22,11 +23,12 @@ SETTINGS = CanarySettings(percent=20, analysis_seconds=60, max_error_rate=0.01, 
 
 
 def test_settings_take_defaults_and_templated_numbers() -> None:
-    read = CanarySettings.read({"percent": "20", "analysis_seconds": "30"})
-    assert read == CanarySettings(percent=20, analysis_seconds=30.0, max_error_rate=0.01, min_requests=50)
-    assert CanarySettings.read(None) is None
-    assert CanarySettings.read({"percent": 0}) is None  # a Param's "off"
-    assert CanarySettings.read({"percent": "0", "analysis_seconds": 5}) is None
+    read = check_canary_fields({"percent": "20", "analysis_seconds": "30"})
+    assert read == {"percent": 20, "analysis_seconds": 30.0, "max_error_rate": 0.01, "min_requests": 50}
+    assert CanarySettings(**read) == CanarySettings(20, 30.0, 0.01, 50)
+    assert check_canary_fields(None) is None
+    assert check_canary_fields({"percent": 0}) is None  # a Param's "off"
+    assert check_canary_fields({"percent": "0", "analysis_seconds": 5}) is None
 
 
 @pytest.mark.parametrize(
@@ -47,7 +49,7 @@ def test_settings_take_defaults_and_templated_numbers() -> None:
 )
 def test_bad_settings_name_the_key(value: Any, field: str, words: str) -> None:
     with pytest.raises(ValidationError) as info:
-        CanarySettings.read(value)
+        check_canary_fields(value)
     assert info.value.field == field
     assert words in info.value.message
 
@@ -173,4 +175,4 @@ def test_the_canary_trigger_survives_serialization() -> None:
     classpath, kwargs = trigger.serialize()
     assert classpath == "airflow_k8s_ml.triggers.canary.CanaryTrigger"
     assert CanaryTrigger(**kwargs).serialize() == (classpath, kwargs)
-    assert CanarySettings.read(kwargs["canary"]) == SETTINGS
+    assert CanarySettings(**kwargs["canary"]) == SETTINGS

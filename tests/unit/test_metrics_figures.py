@@ -7,8 +7,6 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from airflow_k8s_ml.testbed.local_cluster.controllers.metrics import shapes
-from airflow_k8s_ml.testbed.local_cluster.controllers.metrics.requests import RequestCounts
 
 from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.metrics import (
     MetricError,
@@ -17,6 +15,8 @@ from airflow_k8s_ml.testbed.local_cluster.controllers.hpa.metrics import (
     propose_from_samples,
     replicas_from_samples,
 )
+from airflow_k8s_ml.testbed.local_cluster.controllers.metrics import shapes
+from airflow_k8s_ml.testbed.local_cluster.controllers.metrics.requests import RequestCounts
 
 T0 = 1_800_000_000.0
 RPS = {

@@ -91,16 +91,16 @@ def test_canary_and_autoscaling_params_reach_the_deploy_task(
     """Rendered as Airflow renders the task's templated fields: 0 is no canary, a share is a canary; the
     metric Param picks the HPA's target (a CPU Resource metric or the Pods rps metric)."""
     from airflow_k8s_ml.manifests.serving import build_hpa
+    from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
     from airflow_k8s_ml.operators._serving import inference_spec
-    from airflow_k8s_ml.status.canary import CanarySettings
 
     dag = _load().dag  # type: ignore[attr-defined]
     assert {key: dag.params[key] for key in params} == {"canary_percent": 0, "autoscale_metric": "cpu"}
     task = dag.get_task("deploy_model")
     assert {"canary", "autoscaling"} <= set(task.template_fields)
     context = {"params": params}
-    settings = CanarySettings.read(task.render_template(task.canary, context))
-    assert (settings.percent if settings else None) == canary
+    settings = check_canary_fields(task.render_template(task.canary, context))
+    assert (settings["percent"] if settings else None) == canary
     rendered = task._arguments()._replace(  # the arguments as read after rendering (the task is not changed)
         autoscaling=task.render_template(task.autoscaling, context), model_uri="s3://models/step-1/"
     )
