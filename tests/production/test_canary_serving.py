@@ -25,6 +25,9 @@ NAME = "canary-digits"
 BUCKET = "ml-models"
 MODELS = {key: f"s3://{BUCKET}/canary-models/{key}/step-1/" for key in ("a", "b", "bad")}
 RUN_TIMEOUT = 240
+#: Each test's own bound (pytest-timeout counts the tier's start-up against the first test); the runs
+#: themselves are bounded by RUN_TIMEOUT.
+pytestmark = pytest.mark.timeout(900)
 
 
 class Caller:
@@ -56,6 +59,9 @@ class Caller:
         except ApiException as exc:
             self.failures.append(f"{exc.status} {str(exc.body)[:160]}")
             return int(exc.status)
+        except Exception as exc:  # no answer at all (a timeout): a failed call too, with its cause
+            self.failures.append(f"no answer: {type(exc).__name__}: {exc}"[:200])
+            return 0
 
     def _run(self) -> None:
         while not self._stop.wait(0.1):
