@@ -31,7 +31,7 @@ SERVER: dict[str, Any] = {
     "readiness_path": "/readyz",
     "liveness_path": "/healthz",
     "deployment_options": {"probe_period_seconds": 1},
-    "pod_options": {"termination_grace_period_seconds": 2},
+    "pod_options": {"termination_grace_period_seconds": 5},  # serve drains 2 s after SIGTERM
     "smoke_path": "/predict",
     "smoke_request": {"instances": [[0.0] * 64]},
     "expected_response": ["$.predictions"],
