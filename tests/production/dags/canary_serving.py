@@ -18,7 +18,7 @@ from airflow_k8s_ml.operators import InferenceDeploymentOperator
 #: The pods run on the host's Python: this checkout's package (the DAG file is a symlink into it).
 REPO = Path(__file__).resolve().parents[3]
 NAME = "canary-digits"
-WINDOW = {"analysis_seconds": 20, "max_error_rate": 0.05, "min_requests": 10}
+WINDOW = {"analysis_seconds": 30, "max_error_rate": 0.05, "min_requests": 3}
 SERVER: dict[str, Any] = {
     "name": NAME,
     "namespace": "ml",
