@@ -8,6 +8,7 @@ short window; ``canary_rollback`` deploys the previous recorded revision again (
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -36,6 +37,10 @@ SERVER: dict[str, Any] = {
     "smoke_request": {"instances": [[0.0] * 64]},
     "expected_response": ["$.predictions"],
     "rollout_timeout": 120,
+    # one retry for the machine, not the model: a starved API server can fail a task before it starts
+    # (the supervisor's first call unanswered); a retry adopts whatever the first try left
+    "retries": 1,
+    "retry_delay": timedelta(seconds=1),
 }
 PARAMS = {
     "model_uri": Param("s3://ml-models/base-model/step-1/", type="string"),
