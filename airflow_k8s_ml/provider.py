@@ -29,7 +29,11 @@ OPERATOR_MODULES = [
     "airflow_k8s_ml.operators.batch_inference",
 ]
 SENSOR_MODULES = ["airflow_k8s_ml.sensors.training", "airflow_k8s_ml.sensors.checkpoint"]
-TRIGGER_MODULES = ["airflow_k8s_ml.triggers.workload", "airflow_k8s_ml.triggers.checkpoint"]
+TRIGGER_MODULES = [
+    "airflow_k8s_ml.triggers.workload",
+    "airflow_k8s_ml.triggers.checkpoint",
+    "airflow_k8s_ml.triggers.canary",
+]
 #: ``@task.<name>``: the task decorators (Airflow's ``task-decorators``; ``airflow_k8s_ml.decorators``).
 TASK_DECORATORS = [
     {"name": "finetune_job", "class-name": "airflow_k8s_ml.decorators.training.finetune_job_task"},

@@ -2,11 +2,16 @@
 
 Runs the task exactly as it is defined in ``dags/nightly_finetune.py`` (Deployment + Service + HPA + PDB,
 two replicas, S3 model, smoke test) against the embedded local cluster and S3 with *real* timings (probe
-periods, grace periods and resyncs as in ``make demo``, not the tests' shrunk ones). Three scenarios:
+periods, grace periods and resyncs as in ``make demo``, not the tests' shrunk ones). Four scenarios, in one
+run, side by side at the end:
 
 - ``first``: nothing exists yet (create everything, two pods start side by side);
+- ``unchanged``: the next run deploys the same model: no write, no rollout (target: 0 writes, under 1 s);
 - ``new-model``: a new model URI (a rolling update: with ``maxSurge=1, maxUnavailable=0`` one pod at a time);
-- ``clear``: the same task instance again (clearing a succeeded ``deploy_model``): no write, no rollout.
+- ``new-model-canary``: another new model with the DAG's canary (``canary_percent`` 34 here; the DAG's
+  window, ``--analysis-seconds`` to shorten it) while a client POSTs a prediction through the Service every
+  100 ms (the canary is judged on that traffic): canary rollout, analysis, promotion (the stable rollout),
+  the canary removed.
 
 The operator runs the way Airflow runs it (``execute`` -> ``TaskDeferred`` -> the trigger revived from its
 serialized form -> ``execute_complete``), in this process; the Airflow round trips of a real deferral
@@ -171,7 +176,7 @@ def request_counts(kubeconfig: Path) -> Counter[str]:
 
 
 def run_operator(op: Any, ctx: dict[str, Any], timeline: Timeline) -> Any:
-    """``execute``, then each deferral's trigger to its event, then the deferred method."""
+    """``execute``, then each deferral's trigger to its event and the deferred method, until a result."""
     from airflow.sdk.exceptions import TaskDeferred
 
     from airflow_k8s_ml.kube.async_client import close_all
@@ -191,15 +196,20 @@ def run_operator(op: Any, ctx: dict[str, Any], timeline: Timeline) -> Any:
         return result
     except TaskDeferred as exc:
         deferred = exc
-    timeline.mark("task: deferred")
-    _, kwargs = deferred.trigger.serialize()
-    trigger = type(deferred.trigger)(**kwargs)
-    trigger._log = logging.getLogger("bench.trigger")  # stdlib, so the bench can timestamp its lines
-    payload = asyncio.run(first_event(trigger))
-    timeline.mark(f"trigger: {payload['outcome']}")
-    result = getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
-    timeline.mark("task: done")
-    return result
+    while True:
+        timeline.mark(f"task: deferred ({type(deferred.trigger).__name__})")
+        _, kwargs = deferred.trigger.serialize()
+        trigger = type(deferred.trigger)(**kwargs)
+        trigger._log = logging.getLogger("bench.trigger")  # stdlib, so the bench can timestamp its lines
+        payload = asyncio.run(first_event(trigger))
+        timeline.mark(f"trigger: {payload.get('outcome') or payload.get('decision')}")
+        try:
+            result = getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
+        except TaskDeferred as again:
+            deferred = again
+            continue
+        timeline.mark("task: done")
+        return result
 
 
 def context(run_id: str) -> dict[str, Any]:
@@ -212,8 +222,9 @@ def context(run_id: str) -> dict[str, Any]:
     return {"ti": ti}
 
 
-def deploy_task(model_uri: str, max_surge: str | None = None) -> Any:
-    """The DAG's own ``deploy_model`` task, its model URI rendered (the gate's XCom in a real run)."""
+def deploy_task(model_uri: str, max_surge: str | None = None, canary: dict[str, Any] | None = None) -> Any:
+    """The DAG's own ``deploy_model`` task, its model URI rendered (the gate's XCom in a real run), its
+    Params rendered as a run would (``autoscale_metric`` cpu; ``canary_percent`` 0 unless ``canary``)."""
     import copy
 
     from airflow.sdk.definitions.dag import DAG  # noqa: F401  (imports the SDK before the DAG file)
@@ -222,6 +233,8 @@ def deploy_task(model_uri: str, max_surge: str | None = None) -> Any:
     exec(compile(DAG_FILE.read_text(), str(DAG_FILE), "exec"), namespace)
     task = copy.copy(namespace["dag"].get_task("deploy_model"))
     task.model_uri = model_uri
+    task.autoscaling = {**task.autoscaling, "autoscale_metric": "cpu"}
+    task.canary = {**task.canary, **canary} if canary else None
     if max_surge is not None:
         task.deployment_options = {**(task.deployment_options or {}), "max_surge": max_surge}
     return task
@@ -278,6 +291,54 @@ def copy_model(running: Any, source: str, target: str) -> None:
         )
 
 
+class Client:
+    """POSTs a prediction to the Service through the API server every 100 ms (the canary's traffic)."""
+
+    def __init__(self, kubeconfig: Path) -> None:
+        from kubernetes import config
+
+        self.api = config.new_client_from_config(config_file=str(kubeconfig))
+        self.seen: Counter[int] = Counter()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        from kubernetes.client.exceptions import ApiException
+
+        path = f"/api/v1/namespaces/{NAMESPACE}/services/digits:http/proxy/predict"
+        while not self._stop.wait(0.1):
+            try:
+                response = self.api.call_api(
+                    path,
+                    "POST",
+                    header_params={"Content-Type": "application/json", "Accept": "application/json"},
+                    body={"instances": [[0.0] * 64]},
+                    auth_settings=["BearerToken"],
+                    _preload_content=False,
+                    _return_http_data_only=True,
+                    _request_timeout=10,
+                )
+                self.seen[int(response.status)] += 1
+            except ApiException as exc:
+                self.seen[int(exc.status)] += 1
+
+    def __enter__(self) -> Client:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(15)
+        self.api.close()
+
+
+def canary_phases(capture: Capture, start: float, done: float) -> dict[str, float]:
+    """Canary rollout + smoke (to the analysis), the analysis, the promotion (stable rollout, canary gone)."""
+    opened = next(t for t, line in capture.lines if line.startswith("canary analysis"))
+    decided = next(t for t, line in capture.lines if line.startswith("canary of model"))
+    return {"canary_rollout": opened - start, "analysis": decided - opened, "promotion": done - decided}
+
+
 def scenario(
     name: str,
     kubeconfig: Path,
@@ -285,8 +346,9 @@ def scenario(
     run_id: str,
     results: dict[str, Any],
     max_surge: str | None = None,
+    canary: dict[str, Any] | None = None,
 ) -> None:
-    op = deploy_task(model_uri, max_surge)
+    op = deploy_task(model_uri, max_surge, canary)
     timeline = Timeline()
     capture = Capture(timeline)
     op._cached_logger = logging.getLogger("bench.task")  # stdlib instead of structlog: timestamped here
@@ -295,8 +357,9 @@ def scenario(
         logger.addHandler(capture)
         logger.setLevel(logging.INFO)
     before = request_counts(kubeconfig)
+    traffic = Client(kubeconfig) if canary else contextlib.nullcontext()
     try:
-        with PodWatch(kubeconfig, timeline):
+        with PodWatch(kubeconfig, timeline), traffic:
             out = run_operator(op, context(run_id), timeline)
             time.sleep(0.5)  # let the watch report the last milestones
     finally:
@@ -309,7 +372,7 @@ def scenario(
     at = {what: t for t, what in timeline.marks if what.startswith(("task:", "trigger:"))}
     start = at["task: execute"]
     done = next(t for what, t in at.items() if what.startswith("task: done"))
-    deferred = at.get("task: deferred", done)
+    deferred = next((t for what, t in at.items() if what.startswith("task: deferred")), done)
     event = next((t for what, t in at.items() if what.startswith("trigger:")), deferred)
     phases = {
         "apply": deferred - start,  # execute up to the deferral (or the whole task when it did not defer)
@@ -317,6 +380,9 @@ def scenario(
         "after_rollout": done - event,  # execute_complete: the smoke test
         "total": done - start,
     }
+    if canary:
+        phases = {**canary_phases(capture, start, done), "total": done - start}
+        print(f"client through the Service: {dict(traffic.seen)} (HTTP status: calls)")  # type: ignore[union-attr]
     pods = pod_phases(timeline)
     for pod, figures in pods.items():
         print(f"pod {pod}: " + ", ".join(f"{k} {v:.2f}s" for k, v in figures.items()))
@@ -326,15 +392,29 @@ def scenario(
         "writes": sum(n for verb, n in writes.items() if verb in WRITES),
         "changes": out["changes"],
         "revision": out["revision"],
+        **({"canary": out["canary"], "client": dict(traffic.seen)} if canary else {}),  # type: ignore[union-attr]
     }
     print(" ".join(f"{phase} {value:.2f}s" for phase, value in phases.items()))
     print(f"changes: {out['changes']}  revision: {out['revision']}")
+
+
+def print_side_by_side(results: dict[str, Any]) -> None:
+    """One table: each scenario's total, writes and phases, measured in this run."""
+    print(f"\n{'scenario':<18}{'total s':>9}{'writes':>8}  phases (s)")
+    for name, figures in results.items():
+        phases = {k[: -len("_seconds")]: v for k, v in figures.items() if k.endswith("_seconds")}
+        total = phases.pop("total")
+        shown = ", ".join(f"{k} {v:.2f}" for k, v in phases.items())
+        print(f"{name:<18}{total:>9.2f}{figures['writes']:>8}  {shown}")
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n")[0])
     parser.add_argument("--json", help="also write the totals to this file")
     parser.add_argument("--max-surge", help="deployment_options.max_surge for every scenario (e.g. 100%%)")
+    parser.add_argument(
+        "--analysis-seconds", type=float, help="the canary's analysis window (default: the DAG's)"
+    )
     args = parser.parse_args(argv)
     results: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="deploy-bench-") as tmp:
@@ -344,12 +424,20 @@ def main(argv: list[str] | None = None) -> int:
                 {"conn_type": "kubernetes", "extra": conn}
             )
             copy_model(running, "base-model/step-1/", "candidates/b/step-1/")
+            copy_model(running, "base-model/step-1/", "candidates/c/step-1/")
             model_a = "s3://ml-models/base-model/step-1/"
             model_b = "s3://ml-models/candidates/b/step-1/"
-            scenario("first", running.kubeconfig, model_a, "manual__run-1", results, args.max_surge)
-            scenario("new-model", running.kubeconfig, model_b, "manual__run-2", results, args.max_surge)
-            scenario("clear", running.kubeconfig, model_b, "manual__run-2", results, args.max_surge)
+            model_c = "s3://ml-models/candidates/c/step-1/"
+            canary: dict[str, Any] = {"percent": 34}
+            if args.analysis_seconds:
+                canary["analysis_seconds"] = args.analysis_seconds
+            kube = running.kubeconfig
+            scenario("first", kube, model_a, "manual__run-1", results, args.max_surge)
+            scenario("unchanged", kube, model_a, "manual__run-2", results, args.max_surge)
+            scenario("new-model", kube, model_b, "manual__run-3", results, args.max_surge)
+            scenario("new-model-canary", kube, model_c, "manual__run-4", results, args.max_surge, canary)
     print("\n" + json.dumps(results, indent=1))
+    print_side_by_side(results)
     if args.json:
         Path(args.json).write_text(json.dumps(results, indent=1))
     return 0

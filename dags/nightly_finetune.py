@@ -168,6 +168,25 @@ with DAG(
             description="Deploy the gated model and start batch scoring (true/false); "
             "off: the run ends after the gate.",
         ),
+        "canary_percent": Param(
+            0,
+            type="integer",
+            minimum=0,
+            maximum=99,
+            title="Canary share",
+            description="Roll a new model out as a canary first: its share of the serving pods, in percent "
+            "(1-99); it is judged for 2 minutes on its error rate (at most 1 %, at least 50 requests) and "
+            "promoted or rolled back. 0: no canary, the new model replaces the old one at once.",
+        ),
+        "autoscale_metric": Param(
+            "cpu",
+            type="string",
+            enum=["cpu", "rps"],
+            title="Autoscaling metric",
+            description="What the model server's HPA scales on: cpu = 70 % CPU utilisation per pod; "
+            "rps = 20 requests per second per pod (the custom metric http_requests_per_second; a real "
+            "cluster needs a custom metrics server such as the Prometheus adapter).",
+        ),
         "queue": Param(
             "",
             type="string",
@@ -247,13 +266,26 @@ with DAG(
         port=8280,  # not 8080: Airflow's own API server listens there on the same machine
         readiness_path="/readyz",
         liveness_path="/healthz",
-        autoscaling={"min_replicas": 2, "max_replicas": 4, "target_cpu_utilization": 70},
+        autoscaling={
+            "min_replicas": 2,
+            "max_replicas": 4,
+            "target_cpu_utilization": 70,
+            "target_requests_per_second": 20,
+            "autoscale_metric": "{{ params.autoscale_metric }}",
+        },
+        canary={
+            "percent": "{{ params.canary_percent }}",
+            "analysis_seconds": 120,
+            "max_error_rate": 0.01,
+            "min_requests": 50,
+        },
         pdb_min_available=1,
         smoke_path="/predict",
         smoke_request={"instances": [[0.0] * 64]},
         expected_response=["$.predictions"],
         rollout_timeout=timedelta(minutes=15),
-        doc_md="Deployment + Service + HPA + PDB; rollout wait, smoke test, rollback on failure.",
+        doc_md="Deployment + Service + HPA + PDB; a canary first when `canary_percent` > 0; rollout wait, "
+        "smoke test, rollback on failure.",
     )
     batch = BatchInferenceCronJobOperator(
         task_id="batch_inference",

@@ -49,11 +49,15 @@ class ProxyResponse:
     body: str
 
 
-def service_proxy_path(namespace: str, service: str, port: str | int, path: str = "/") -> str:
-    """``/api/v1/namespaces/<ns>/services/<name>:<port>/proxy/<path>`` (port by name or number)."""
+def service_proxy_path(
+    namespace: str, service: str, port: str | int, path: str = "/", *, resource: str = "services"
+) -> str:
+    """``/api/v1/namespaces/<ns>/services/<name>:<port>/proxy/<path>`` (port by name or number), or with
+    ``resource="pods"`` the pod proxy (port by number): one pod, e.g. a canary's, instead of the Service's
+    choice."""
     tail = path if path.startswith("/") else f"/{path}"
     return (
-        f"/api/v1/namespaces/{quote(namespace, safe='')}/services/"
+        f"/api/v1/namespaces/{quote(namespace, safe='')}/{resource}/"
         f"{quote(service, safe='')}:{quote(str(port), safe='')}/proxy{tail}"
     )
 
@@ -67,6 +71,7 @@ def proxy_request(
     *,
     body: Any = None,
     timeout: float = 10.0,
+    resource: str = "services",
 ) -> ProxyResponse:
     """GET ``path`` (or POST ``body`` as JSON) on the Service through the API server.
 
@@ -75,7 +80,7 @@ def proxy_request(
     """
     request = Request(
         "GET" if body is None else "POST",
-        service_proxy_path(namespace, service, port, path),
+        service_proxy_path(namespace, service, port, path, resource=resource),
         body=body,
         accept="application/json, */*",
         decode="bytes",

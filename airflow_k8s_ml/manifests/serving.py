@@ -42,6 +42,7 @@ from airflow_k8s_ml.manifests.serving_rules import (
 from airflow_k8s_ml.manifests.validation import fail, store_checked
 
 __all__ = [
+    "CANARY_LABEL",
     "DEFAULT_STARTUP_TIMEOUT",
     "INFERENCE_CONTAINER",
     "MODEL_URI_LABEL",
@@ -50,12 +51,15 @@ __all__ = [
     "Autoscaling",
     "InferenceSpec",
     "IngressPolicy",
+    "build_canary",
     "build_deployment",
     "build_hpa",
     "build_inference_objects",
     "build_network_policy",
     "build_pdb",
     "build_service",
+    "canary_name",
+    "canary_selector",
     "selector_labels",
     "strip_replicas",
 ]
@@ -382,6 +386,42 @@ def build_inference_objects(
     builders = (build_network_policy, build_deployment, build_service, build_hpa, build_pdb)
     objects = [builder(spec, name, namespace, labels, annotations) for builder in builders]
     return [obj for obj in objects if obj is not None]
+
+
+#: The label that tells a canary's pods from the stable ones (both carry the Service's selector label).
+CANARY_LABEL = f"{ANNOTATION_PREFIX}canary"
+#: What the canary Deployment's name adds to the stable one's.
+CANARY_SUFFIX = "-canary"
+
+
+def canary_name(name: str) -> str:
+    """The canary Deployment's name beside the stable ``name``."""
+    return f"{name}{CANARY_SUFFIX}"
+
+
+def canary_selector(name: str) -> dict[str, str]:
+    """The canary's pods (and its metrics' selector): the Service's label plus :data:`CANARY_LABEL`."""
+    return {**selector_labels(name), CANARY_LABEL: name}
+
+
+def build_canary(deployment: Mapping[str, Any], replicas: int) -> dict[str, Any]:
+    """The canary Deployment from the *new* rendered stable one: the same pod template (model, record,
+    probes) plus :data:`CANARY_LABEL`, ``replicas`` pods, its own name and selector.
+
+    Its pods keep the Service's selector label, so the Service spreads requests over stable and canary
+    pods alike (traffic in proportion to ready pods: the Kubernetes docs' canary pattern). The stable
+    Deployment's selector matches them too; Deployments and ReplicaSets only manage pods they own by
+    controller reference, so neither touches the other's pods."""
+    out = copy.deepcopy(dict(deployment))
+    name = out["metadata"]["name"]
+    out["metadata"]["name"] = canary_name(name)
+    out["metadata"]["labels"] = {**(out["metadata"].get("labels") or {}), CANARY_LABEL: name}
+    spec = out["spec"]
+    spec["replicas"] = replicas
+    spec["selector"] = {"matchLabels": canary_selector(name)}
+    template_meta = spec["template"].setdefault("metadata", {})
+    template_meta["labels"] = {**(template_meta.get("labels") or {}), CANARY_LABEL: name}
+    return out
 
 
 def strip_replicas(deployment: Mapping[str, Any]) -> dict[str, Any]:

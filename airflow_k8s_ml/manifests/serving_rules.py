@@ -22,6 +22,7 @@ from airflow_k8s_ml.manifests.formats import (
 )
 from airflow_k8s_ml.manifests.quantities import format_quantity, parse_quantity
 from airflow_k8s_ml.manifests.validation import (
+    PLACEHOLDER,
     check_choice,
     check_int,
     check_non_empty_str,
@@ -33,10 +34,12 @@ from airflow_k8s_ml.manifests.validation import (
 
 __all__ = [
     "AUTOSCALING_DEFAULTS",
+    "CANARY_DEFAULTS",
     "DEFAULT_STARTUP_TIMEOUT",
     "INFERENCE_DEFAULTS",
     "INGRESS_DEFAULTS",
     "check_autoscaling_fields",
+    "check_canary_fields",
     "check_inference_fields",
     "check_ingress_fields",
     "check_server_name",
@@ -172,7 +175,7 @@ def _check_request_rate(scaling: dict[str, Any]) -> None:
         if parse_quantity(scaling["target_requests_per_second"]) <= 0:
             raise fail(field_name, "must be greater than 0 (requests per second per pod)")
     metric = scaling["autoscale_metric"]
-    if metric is None:
+    if metric is None or metric == PLACEHOLDER:  # templated (a DAG Param): judged once rendered
         return
     check_choice(metric, AUTOSCALE_METRICS, "autoscaling.autoscale_metric")
     if metric in ("cpu", "both") and scaling["target_cpu_utilization"] is None:
@@ -183,6 +186,66 @@ def _check_request_rate(scaling: dict[str, Any]) -> None:
         scaling["target_requests_per_second"] = None
     elif metric == "rps":
         scaling["target_cpu_utilization"] = None
+
+
+#: Every key ``canary=`` takes but ``percent`` (the switch, required), with its default.
+CANARY_DEFAULTS: Mapping[str, Any] = {"analysis_seconds": 120.0, "max_error_rate": 0.01, "min_requests": 50}
+
+
+def _canary_number(value: Any, field: str, *, integer: bool = False) -> float:
+    """A number, or its text (a templated value renders to a string: ``"{{ params.canary_percent }}"``)."""
+    if isinstance(value, str):
+        try:
+            value = float(value.strip())
+        except ValueError:
+            raise fail(field, f"must be a number, got {value!r}") from None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or value != value
+        or abs(value) == float("inf")
+    ):
+        raise fail(field, f"must be a number, got {value!r}")
+    if integer and value != int(value):
+        raise fail(field, f"must be a whole number, got {value!r}")
+    return float(value)
+
+
+def check_canary_fields(value: Any, field: str = "canary") -> dict[str, Any] | None:
+    """``canary=`` checked and normalised (``percent``, ``analysis_seconds``, ``max_error_rate``,
+    ``min_requests``); None when off (``None`` or ``percent`` 0, so a DAG Param can switch it)."""
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise fail(field, f"must be a mapping with 'percent', got {type(value).__name__}")
+    unknown = sorted(set(value) - {"percent", *CANARY_DEFAULTS})
+    if unknown:
+        raise fail(
+            f"{field}.{unknown[0]}", f"unknown key (allowed: {', '.join(['percent', *CANARY_DEFAULTS])})"
+        )
+    given = {**CANARY_DEFAULTS, **value}
+    if "percent" not in given:
+        raise fail(f"{field}.percent", "is required (1..99, the canary's share of the pods)")
+    percent = _canary_number(given["percent"], f"{field}.percent", integer=True)
+    if not 0 <= percent <= 99:
+        raise fail(f"{field}.percent", f"must be in 1..99 (0: no canary), got {given['percent']!r}")
+    seconds = _canary_number(given["analysis_seconds"], f"{field}.analysis_seconds")
+    if seconds <= 0:
+        raise fail(f"{field}.analysis_seconds", f"must be > 0, got {seconds:g}")
+    rate = _canary_number(given["max_error_rate"], f"{field}.max_error_rate")
+    if not 0 <= rate < 1:
+        raise fail(f"{field}.max_error_rate", f"must be in [0, 1), got {rate:g}")
+    minimum = _canary_number(given["min_requests"], f"{field}.min_requests", integer=True)
+    if minimum < 1:
+        raise fail(f"{field}.min_requests", f"must be >= 1, got {given['min_requests']!r}")
+    if percent == 0:
+        return None
+    return {
+        "percent": int(percent),
+        "analysis_seconds": seconds,
+        "max_error_rate": rate,
+        "min_requests": int(minimum),
+    }
 
 
 def check_ingress_fields(values: Mapping[str, Any]) -> dict[str, Any]:

@@ -61,11 +61,18 @@ def run_smoke(
     settings: SmokeSettings,
     log: logging.Logger | Any,
     sleep: Callable[[float], None] = time.sleep,
+    *,
+    pod_port: int | None = None,
 ) -> SmokeReport:
-    """Readiness path until it answers 2xx or ``settings.timeout`` passes, then the sample request."""
+    """Readiness path until it answers 2xx or ``settings.timeout`` passes, then the sample request.
+
+    ``pod_port``: ``service`` names a pod, called through the pod proxy on that port (a canary's pod,
+    which the Service would only reach now and then)."""
     from airflow_k8s_ml.kube.errors import ApiError
     from airflow_k8s_ml.kube.serving_ops import proxy_request
 
+    port: str | int = SERVICE_PORT_NAME if pod_port is None else pod_port
+    resource = "services" if pod_port is None else "pods"
     deadline = time.monotonic() + settings.timeout
     attempts = 0
     readiness: SmokeOutcome | None = None
@@ -73,7 +80,9 @@ def run_smoke(
         delay = settings.backoffs[min(attempts, len(settings.backoffs) - 1)]
         attempts += 1
         try:
-            response = proxy_request(client, namespace, service, SERVICE_PORT_NAME, settings.readiness_path)
+            response = proxy_request(
+                client, namespace, service, port, settings.readiness_path, resource=resource
+            )
             readiness = check_response(settings.readiness_path, response.status, response.body)
             if readiness.ok:
                 break
@@ -89,7 +98,7 @@ def run_smoke(
     method = "POST" if settings.request is not None else "GET"
     try:
         response = proxy_request(
-            client, namespace, service, SERVICE_PORT_NAME, settings.path, body=settings.request
+            client, namespace, service, port, settings.path, body=settings.request, resource=resource
         )
     except ApiError as exc:
         return SmokeReport(readiness, None, f"{method} {settings.path}: no answer: {exc}", attempts)

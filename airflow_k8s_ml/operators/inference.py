@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.manifests.formats import validate_namespace
+from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
 from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, to_timedelta
@@ -51,6 +52,7 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
     from airflow_k8s_ml.operators.record import WorkloadRecord
     from airflow_k8s_ml.operators.wait_settings import WaitSettings
+    from airflow_k8s_ml.status.canary import CanarySettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
 __all__ = ["InferenceDeploymentOperator"]
@@ -101,6 +103,28 @@ def _check_rollback_to(value: Any) -> None:
         from airflow_k8s_ml.errors import ValidationError
 
         raise ValidationError("rollback_to", f"must be a revision number (>= 1) or 'previous', got {value!r}")
+
+
+#: A templated ``canary`` value at parse time: a valid value of its key (judged once rendered).
+_CANARY_STAND_INS = {"percent": 1, "analysis_seconds": 1, "max_error_rate": 0, "min_requests": 1}
+
+
+def _parse_time_canary(value: Any) -> Any:
+    """``canary`` with each templated value replaced by a valid stand-in, so its other keys (and unknown
+    ones) are still judged when the DAG is parsed; a wholly templated ``canary`` is judged once rendered."""
+    if not is_templated(value):
+        return value
+    if not isinstance(value, Mapping):
+        return None
+    return {key: _CANARY_STAND_INS.get(key, 1) if is_templated(item) else item for key, item in value.items()}
+
+
+def _canary_settings(value: Any) -> CanarySettings | None:
+    """``canary`` (rendered) by its rules, as the verdict's settings; None when off."""
+    from airflow_k8s_ml.status.canary import CanarySettings
+
+    checked = check_canary_fields(value)
+    return None if checked is None else CanarySettings(**checked)
 
 
 def _silent() -> Any:
@@ -164,6 +188,15 @@ class InferenceDeploymentOperator(_Runner):
         back. A revision not recorded fails before anything changes. Every deploy records in the pod
         template which model (URI, the gate's step and metrics) and which Airflow run each revision serves;
         the history is in the XCom (``model_history``).
+    :param canary: roll a *new* model out as a canary first: ``{"percent": 20, "analysis_seconds": 120,
+        "max_error_rate": 0.01, "min_requests": 50}`` (templated; ``percent`` 0 or None: off). A canary
+        Deployment ``<name>-canary`` with the new model starts beside the stable one, behind the same
+        Service (its share of the ready pods ~ ``percent``), its pods are smoke-tested through the pod
+        proxy, then it is judged over ``analysis_seconds`` on its request and error counters from the
+        custom metrics API (``status.canary.judge``; deferred when longer than ``defer_after``). Promoted:
+        the stable Deployment takes the new model, the canary is removed. Rolled back: the canary is
+        removed, the stable Deployment was never touched, and the task fails. Reason and counts are logged
+        and pushed (XCom ``canary``). A first deploy, an unchanged model and ``rollback_to`` take no canary.
     """
 
     template_fields: Sequence[str] = (
@@ -181,6 +214,8 @@ class InferenceDeploymentOperator(_Runner):
         "expected_response",
         "rollout_timeout",
         "rollback_to",
+        "canary",
+        "autoscaling",
     )
     ui_color = "#e3f0e8"
     operator_extra_links = (InferenceServiceLink(),)
@@ -188,6 +223,7 @@ class InferenceDeploymentOperator(_Runner):
     # The arguments read by name, for type checkers (kept by ``_keep_arguments`` from the signature).
     name: str
     namespace: str | None
+    port: int
     service_port: int
     readiness_path: str
     smoke_path: str | None
@@ -195,6 +231,7 @@ class InferenceDeploymentOperator(_Runner):
     expected_response: Any
     expected_status: int
     rollback_to: int | str | None
+    canary: Mapping[str, Any] | None
     #: A literal budget is parsed in ``__init__``; a template once rendered (``_rollout_settings``).
     rollout_timeout: Any
 
@@ -235,6 +272,7 @@ class InferenceDeploymentOperator(_Runner):
         smoke_timeout: float = 60.0,
         rollback_on_failure: bool = True,
         rollback_to: int | str | None = None,
+        canary: Mapping[str, Any] | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
         env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
@@ -246,6 +284,7 @@ class InferenceDeploymentOperator(_Runner):
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         if not is_templated(rollback_to):
             _check_rollback_to(rollback_to)
+        check_canary_fields(_parse_time_canary(canary))  # a typo or a bad literal fails the DAG import
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         if not is_templated(rollout_timeout):  # a template is parsed once rendered, in execute
             self.rollout_timeout = self._rollout_settings().deadlines.deadline
@@ -319,6 +358,14 @@ class InferenceDeploymentOperator(_Runner):
             run = {"dag_id": key.dag_id, "task_id": key.task_id, "run_id": key.run_id}
             record = record_for(before, model_uri, new_record(model_uri, model_metrics(args.model_uri), run))
         objects = with_model_record(objects, record)
+        canary = _canary_settings(self.canary)
+        if canary is not None and self.rollback_to is None and before is not None:
+            from airflow_k8s_ml.operators._rollout_report import served_model
+
+            if served_model(before) != model_uri:
+                state = {"previous_revision": previous, "model_uri": model_uri, "model_record": record}
+                return self._start_canary(context, client, objects, before, canary, state, settings)
+            self.log.info("canary: model %s already serves; nothing to judge", model_uri)
         changes, deployment = self._apply(client, objects, hpa_owns_replicas=args.autoscaling is not None)
         self.log.info(
             "applied %s; revision serving before: %s",
@@ -487,6 +534,14 @@ class InferenceDeploymentOperator(_Runner):
         from airflow_k8s_ml.operators._rollout_report import failure_reason, revision
         from airflow_k8s_ml.triggers.sync_wait import follow
 
+        canary = state.get("canary") or {}
+        if canary.get("phase") == "rollout":
+            return self._canary_rolled_out(context, client, outcome, dict(state))
+        if canary.get("phase") == "promote":  # the stable rollout of the new model ended: the canary goes
+            from airflow_k8s_ml.operators import _canary
+
+            _canary.remove(client, canary, self.log)
+            self._record = None
         namespace = outcome.namespace or client.namespace
         if outcome.outcome == "succeeded":
             return self._after_rollout(context, client, namespace, state)
@@ -573,6 +628,7 @@ class InferenceDeploymentOperator(_Runner):
             "cluster_url": f"http://{self.name}.{namespace}.svc:{self.service_port}",
             "changes": dict(state["changes"]),
             "smoke": report.to_xcom(),
+            "canary": (state.get("canary") or {}).get("verdict"),
         }
 
     def _smoke_settings(self) -> SmokeSettings:
@@ -585,6 +641,191 @@ class InferenceDeploymentOperator(_Runner):
             expected_status=self.expected_status,
             expected_response=self.expected_response,
             timeout=self.smoke_timeout,
+        )
+
+    # -- canary -----------------------------------------------------------------------------------------
+    def _start_canary(
+        self,
+        context: Context,
+        client: KubeClient,
+        objects: list[dict[str, Any]],
+        stable: Mapping[str, Any],
+        settings: CanarySettings,
+        state: dict[str, Any],
+        rollout: WaitSettings,
+    ) -> Any:
+        """Apply everything but the stable Deployment, then the canary beside it (or adopt the one a crashed
+        try started: the same object, so nothing is written), and follow the canary's rollout."""
+        from airflow_k8s_ml.manifests.serving import canary_selector
+        from airflow_k8s_ml.operators import _canary
+        from airflow_k8s_ml.operators._rollout_report import revision
+
+        new_deployment = next(obj for obj in objects if obj["kind"] == "Deployment")
+        others = [obj for obj in objects if obj["kind"] != "Deployment"]
+        changes, _ = self._apply(client, others, hpa_owns_replicas=False) if others else ({}, {})
+        live, action, replicas = _canary.start(client, new_deployment, stable, settings)
+        meta = live.get("metadata") or {}
+        stable_pods = _canary.stable_replicas(stable)
+        self.log.info(
+            "canary %s/%s %s: %d pod(s) of model %s beside %d stable pod(s) of revision %d (%.0f%% of the "
+            "ready pods; asked %d%%)",
+            meta.get("namespace"),
+            meta.get("name"),
+            "adopted" if action == "unchanged" else action,
+            replicas,
+            state["model_uri"],
+            stable_pods,
+            revision(stable),
+            100 * replicas / (replicas + stable_pods),
+            settings.percent,
+        )
+        state["changes"] = {**changes, "Deployment": "unchanged", "canary": action}
+        state["canary"] = {
+            "name": meta.get("name"),
+            "namespace": meta.get("namespace"),
+            "uid": meta.get("uid"),
+            "selector": canary_selector(self.name),
+            "settings": settings.to_dict(),
+            "replicas": replicas,
+            "phase": "rollout",
+        }
+        record = self._deployment_record(live, started_at=time.time())
+        self._record = record  # a kill while the worker holds the canary removes it (the runner's on_kill)
+        event = self._follow_rollout(client, live, record, rollout)
+        if event is not None:
+            return self._rollout_ended(context, client, event, state)
+        _defer_state.stash(context, "execute_complete", {"state": state})
+        self.defer(
+            trigger=rollout.trigger(record, delete_on_kill=True),  # a kill removes the canary only
+            method_name="execute_complete",
+            kwargs={"state": state},
+            timeout=self._deferral_timeout(context),
+        )
+
+    def _canary_rolled_out(
+        self, context: Context, client: KubeClient, outcome: WorkloadEvent, state: dict[str, Any]
+    ) -> Any:
+        """The canary's rollout ended: smoke-test its pods, then open the analysis window (in the worker
+        when it is shorter than ``defer_after``, else in the trigger)."""
+        from airflow_k8s_ml.operators import _canary
+        from airflow_k8s_ml.triggers.canary import CanaryTrigger
+
+        canary = dict(state["canary"])
+        from airflow_k8s_ml.status.canary import CanarySettings
+
+        settings = CanarySettings(**canary["settings"])
+        if outcome.outcome != "succeeded":
+            return self._canary_decided(
+                context, client, state, "rollback", f"the canary's rollout failed: {outcome.message}", None
+            )
+        failure = _canary.smoke_pods(client, canary, self.port, self._smoke_settings(), self.log)
+        if failure:
+            reason = f"smoke test failed: {failure}"
+            return self._canary_decided(context, client, state, "rollback", reason, None)
+        try:
+            baseline = _canary.read_counters(client, canary)
+        except Exception as exc:  # no custom metrics API, or not these metrics: the canary cannot be judged
+            reason = f"the canary cannot be judged: {exc}"
+            return self._canary_decided(context, client, state, "rollback", reason, None)
+        canary.update(phase="analysis", baseline=baseline, started_at=time.time())
+        state = {**state, "canary": canary}
+        self.log.info(
+            "canary analysis: %gs, judged on the canary pods' http_requests_total and "
+            "http_request_errors_total (max_error_rate %g, min_requests %d)",
+            settings.analysis_seconds,
+            settings.max_error_rate,
+            settings.min_requests,
+        )
+        if settings.analysis_seconds <= self.defer_after:
+            verdict = _canary.judge_in_worker(client, canary, settings, self.log)
+            decided = (verdict.action, verdict.reason, verdict.to_dict())
+            return self._canary_decided(context, client, state, *decided)
+        trigger = CanaryTrigger(
+            name=canary["name"],
+            namespace=canary["namespace"],
+            uid=canary["uid"] or "",
+            selector=canary["selector"],
+            canary=canary["settings"],
+            baseline=canary["baseline"],
+            started_at=canary["started_at"],
+            kubernetes_conn_id=self.kubernetes_conn_id,
+            poll_interval=_canary.analysis_poll_seconds(settings),
+        )
+        _defer_state.stash(context, "execute_canary_complete", {"state": state})
+        self.defer(
+            trigger=trigger,
+            method_name="execute_canary_complete",
+            kwargs={"state": state},
+            timeout=self._deferral_timeout(context),
+        )
+
+    def execute_canary_complete(self, context: Context, event: Mapping[str, Any], **kwargs: Any) -> Any:
+        """The analysis ended in the triggerer with a verdict: act on it."""
+        state = dict(_defer_state.restore(context, "execute_canary_complete", kwargs)["state"])
+        client = self._client(self.namespace)
+        self._record = self._deployment_record(
+            {"metadata": {k: state["canary"][k] for k in ("name", "namespace", "uid")}}, time.time()
+        )
+        return self._canary_decided(
+            context, client, state, event["decision"], str(event.get("reason")), dict(event)
+        )
+
+    def _canary_decided(
+        self,
+        context: Context,
+        client: KubeClient,
+        state: dict[str, Any],
+        decision: str,
+        reason: str,
+        verdict: Mapping[str, Any] | None,
+    ) -> Any:
+        """Promote (the stable Deployment takes the new model; the canary goes once it rolled out) or roll
+        back (the canary goes, the stable Deployment was never touched, the task fails)."""
+        from airflow_k8s_ml.operators import _canary
+        from airflow_k8s_ml.operators._rollout_report import revision, served_model
+
+        canary = dict(state["canary"])
+        summary = {
+            **dict(verdict or {"decision": decision, "reason": reason}),
+            "canary": canary["name"],
+            "model_uri": state["model_uri"],
+            "stable_revision": state["previous_revision"],
+            "settings": canary["settings"],
+        }
+        self._push(context, "canary", summary)
+        namespace = canary["namespace"]
+        if decision != "promote":
+            self.log.error("canary of model %s rolled back: %s", state["model_uri"], reason)
+            _canary.remove(client, canary, self.log)
+            self._record = None
+            stable = client.get("apps/v1", "Deployment", self.name, namespace)
+            raise WorkloadFailed(
+                f"canary of model {state['model_uri']} rolled back: {reason}; canary removed, revision "
+                f"{revision(stable)} (model {served_model(stable)}) still serving, untouched"
+            )
+        self.log.info("canary of model %s promoted: %s", state["model_uri"], reason)
+        args = self._arguments()
+        objects = self._check(args._replace(model_uri=state["model_uri"]), self._run_key(context), namespace)
+        from airflow_k8s_ml.operators._versions import with_model_record
+
+        objects = with_model_record(objects, state["model_record"])
+        changes, deployment = self._apply(client, objects, hpa_owns_replicas=args.autoscaling is not None)
+        state = {
+            **state,
+            "changes": {**state.get("changes", {}), **changes},
+            "canary": {**canary, "phase": "promote", "verdict": summary},
+        }
+        settings = self._rollout_settings()
+        record = self._deployment_record(deployment, started_at=time.time())
+        event = self._follow_rollout(client, deployment, record, settings)
+        if event is not None:
+            return self._rollout_ended(context, client, event, state)
+        _defer_state.stash(context, "execute_complete", {"state": state})
+        self.defer(
+            trigger=settings.trigger(record, delete_on_kill=False),
+            method_name="execute_complete",
+            kwargs={"state": state},
+            timeout=self._deferral_timeout(context),
         )
 
     # -- rollback ---------------------------------------------------------------------------------------

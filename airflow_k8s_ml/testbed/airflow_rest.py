@@ -146,14 +146,19 @@ class AirflowRest:
 
     # -- waiting ----------------------------------------------------------------------------------------
     def wait_for(self, what: str, probe: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
-        """Poll ``probe`` until it returns something truthy; the error names what was awaited."""
+        """Poll ``probe`` until it returns something truthy; the error names what was awaited. A poll the
+        API server did not answer in time (a starved machine) counts as "not yet", until the deadline."""
         deadline = time.monotonic() + timeout
+        unanswered = ""
         while True:
-            value = probe()
+            try:
+                value = probe()
+            except httpx.TimeoutException as exc:
+                value, unanswered = None, f" (last poll unanswered: {type(exc).__name__})"
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+                raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{unanswered}")
             time.sleep(interval)
 
     def wait_dag(self, dag_id: str, timeout: float = 120.0) -> dict[str, Any]:

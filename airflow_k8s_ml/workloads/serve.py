@@ -45,6 +45,7 @@ class ServeConfig:
     host: str = "127.0.0.1"
     port: int = 8080
     error_rate: float = 0.0
+    drain_seconds: float = 2.0
 
 
 def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
@@ -73,6 +74,13 @@ def build_parser(env: Mapping[str, str]) -> argparse.ArgumentParser:
         default=env_or(env, "ERROR_RATE", 0.0),
         help="share of /predict requests answered 500, 0..1 (env ERROR_RATE; default 0): a bad model",
     )
+    p.add_argument(
+        "--drain-seconds",
+        type=float,
+        default=env_or(env, "DRAIN_SECONDS", 2.0),
+        help="after SIGTERM, keep answering this long (readiness 503) before closing, so the Service stops "
+        "sending requests first (env DRAIN_SECONDS; default 2)",
+    )
     return p
 
 
@@ -84,7 +92,8 @@ def parse_config(argv: Sequence[str] | None, env: Mapping[str, str]) -> ServeCon
         a.model_uri, "model_uri", a.model_uri.startswith(("s3://", "file://")), "must be s3:// or file://"
     )
     require(a.error_rate, "error_rate", 0.0 <= a.error_rate <= 1.0, "must be in 0..1")
-    return ServeConfig(model_uri=a.model_uri, host=a.host, port=a.port, error_rate=a.error_rate)
+    require(a.drain_seconds, "drain_seconds", 0.0 <= a.drain_seconds <= 60.0, "must be in 0..60")
+    return ServeConfig(a.model_uri, a.host, a.port, a.error_rate, a.drain_seconds)
 
 
 def injected_failure(n: int, rate: float) -> bool:
@@ -100,6 +109,7 @@ class ModelHolder:
         self.model_uri = model_uri
         self.loaded: Any = None  # a LoadedCheckpoint once ready
         self.ready = threading.Event()
+        self.draining = threading.Event()  # SIGTERM received: still answering, no longer ready
         self.error_rate = error_rate
         self._requests = 0
         self._lock = threading.Lock()
@@ -189,6 +199,8 @@ def readyz(handler: Handler) -> Response:
     holder = handler.server.holder
     if not holder.ready.is_set():
         return 503, {"status": "loading", "model_uri": holder.model_uri}
+    if holder.draining.is_set():
+        return 503, {"status": "draining", "model_uri": holder.model_uri}
     return 200, {"status": "ready", "model_uri": holder.model_uri, "step": holder.loaded.step}
 
 
@@ -239,7 +251,7 @@ def _load_in_background(holder: ModelHolder, stop: threading.Event, failure: lis
     log(f"ready model_uri={holder.model_uri} step={holder.loaded.step}{acc} seconds={seconds:.2f}")
 
 
-def _wait_for_stop(stop: threading.Event) -> None:
+def _wait_for_stop(stop: threading.Event) -> bool:
     """Block until SIGTERM/SIGINT or a loader failure.
 
     The signal handler only records the signal: calling ``Event.set`` from a handler can deadlock if the
@@ -252,6 +264,7 @@ def _wait_for_stop(stop: threading.Event) -> None:
         pass
     if received:
         log(f"signal {signal.Signals(received[0]).name}: shutting down")
+    return bool(received)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -266,7 +279,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     threading.Thread(
         target=_load_in_background, args=(holder, stop, failure), name="loader", daemon=True
     ).start()
-    _wait_for_stop(stop)
+    if _wait_for_stop(stop) and cfg.drain_seconds > 0:
+        # A pod being deleted gets SIGTERM while the Service may still route to it for a moment (the
+        # endpoints follow the deletion, they do not precede it): answer on, unready, then close.
+        holder.draining.set()
+        log(f"draining for {cfg.drain_seconds:g}s")
+        time.sleep(cfg.drain_seconds)
     server.shutdown()
     server.server_close()
     if failure:

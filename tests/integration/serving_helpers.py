@@ -50,8 +50,8 @@ def run_task(op: Any, ctx: dict[str, Any], timeout: float = 60, kind: str | None
         deferred = first
     while True:
         classpath, kwargs = deferred.trigger.serialize()
-        assert classpath.endswith("WorkloadTrigger"), classpath
-        if kind is not None:
+        assert classpath.endswith(("WorkloadTrigger", "CanaryTrigger")), classpath
+        if kind is not None and classpath.endswith("WorkloadTrigger"):
             assert kwargs["kind"] == kind
         revived = type(deferred.trigger)(**kwargs)
         payload = asyncio.run(_first_event(revived, timeout))

@@ -92,6 +92,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
     (dags / "tf_training.py").symlink_to(TEST_DAGS / "tf_training.py")
     (dags / "stuck_pods.py").symlink_to(TEST_DAGS / "stuck_pods.py")
     (dags / "hostile_checkpoints.py").symlink_to(TEST_DAGS / "hostile_checkpoints.py")
+    (dags / "canary_serving.py").symlink_to(TEST_DAGS / "canary_serving.py")
     from kubernetes import config
 
     from airflow_k8s_ml.testbed.local_cluster.settings import ImageRule
@@ -113,6 +114,8 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                     "hostile_logs",
                     "tf_training",
                     "hostile_checkpoints",
+                    "canary_serving",
+                    "canary_rollback",
                 )
                 for dag_id in (*dag_ids, "stuck_unschedulable", "stuck_image_pull"):
                     stack.rest.wait_dag(dag_id)

@@ -76,3 +76,34 @@ def test_queue_param_reaches_every_training_task_and_defaults_to_not_queued() ->
             args = type(task)._arguments  # the arguments as read after rendering
             task.queue_name = queue
             assert args(task, task.manifest).queue_name == queued, (task_id, queue)
+
+
+@pytest.mark.parametrize(
+    ("params", "canary", "hpa_metrics"),
+    [
+        ({"canary_percent": 0, "autoscale_metric": "cpu"}, None, ["Resource"]),
+        ({"canary_percent": 20, "autoscale_metric": "rps"}, 20, ["Pods"]),
+    ],
+)
+def test_canary_and_autoscaling_params_reach_the_deploy_task(
+    params: dict[str, object], canary: int | None, hpa_metrics: list[str]
+) -> None:
+    """Rendered as Airflow renders the task's templated fields: 0 is no canary, a share is a canary; the
+    metric Param picks the HPA's target (a CPU Resource metric or the Pods rps metric)."""
+    from airflow_k8s_ml.manifests.serving import build_hpa
+    from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
+    from airflow_k8s_ml.operators._serving import inference_spec
+
+    dag = _load().dag  # type: ignore[attr-defined]
+    assert {key: dag.params[key] for key in params} == {"canary_percent": 0, "autoscale_metric": "cpu"}
+    task = dag.get_task("deploy_model")
+    assert {"canary", "autoscaling"} <= set(task.template_fields)
+    context = {"params": params}
+    settings = check_canary_fields(task.render_template(task.canary, context))
+    assert (settings["percent"] if settings else None) == canary
+    rendered = task._arguments()._replace(  # the arguments as read after rendering (the task is not changed)
+        autoscaling=task.render_template(task.autoscaling, context), model_uri="s3://models/step-1/"
+    )
+    spec = inference_spec(rendered)
+    hpa = build_hpa(spec, "digits", "ml")
+    assert hpa is not None and [m["type"] for m in hpa["spec"]["metrics"]] == hpa_metrics

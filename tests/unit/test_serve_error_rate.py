@@ -70,3 +70,29 @@ def test_a_bad_model_answers_500_to_its_share_and_stays_ready() -> None:
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_a_draining_server_answers_on_but_is_no_longer_ready() -> None:
+    """After SIGTERM the server keeps answering for ``drain_seconds`` while its readiness says 503, so the
+    Service's endpoints drop it before it closes (a deleted canary or an old pod loses no request)."""
+    assert serve.parse_config([], {"MODEL_URI": CKPT}).drain_seconds == 2.0
+    assert serve.parse_config([], {"MODEL_URI": CKPT, "DRAIN_SECONDS": "0"}).drain_seconds == 0.0
+    with pytest.raises(ValidationError) as info:
+        serve.parse_config(["--drain-seconds", "-1"], {"MODEL_URI": CKPT})
+    assert info.value.field == "drain_seconds"
+    holder = serve.ModelHolder(CKPT)
+    holder.loaded = SimpleNamespace(model=None, step=3, metrics={})
+    holder.ready.set()
+    holder.predict = lambda rows: {"predictions": [0] * len(rows), "model_uri": CKPT, "step": 3}  # type: ignore[method-assign]
+    server = serve.ModelServer(("127.0.0.1", 0), holder)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        port = server.server_port
+        holder.draining.set()
+        with pytest.raises(urllib.error.HTTPError) as unready:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=10)
+        assert unready.value.code == 503 and json.loads(unready.value.read())["status"] == "draining"
+        assert post(port, "/predict", {"instances": [[0.0] * 64]})[0] == 200
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -1,0 +1,201 @@
+"""Canary rollouts against the local cluster, judged on the custom metrics API's request and error counters
+(the local cluster's service proxy counts them): a good model is promoted while a client calling the Service
+through the API server sees no error; a bad one (its server answers 500 to predictions) is rolled back with
+its error rate in the message, the stable Deployment never written; a retry adopts the canary a crashed try
+started, and killing the deferred task removes the canary, never the stable Deployment.
+
+The server is inline Python: ``/predict`` fails when its model URI says ``bad``, ``/info`` names the model.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from airflow.sdk.exceptions import TaskDeferred
+
+from airflow_k8s_ml.errors import ValidationError, WorkloadFailed
+from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from tests.integration.serving_helpers import context, run_task
+
+PORT = random.randint(20000, 40000)
+SERVER = """
+import http.server, json, os
+BAD = "bad" in os.environ["MODEL_URI"]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        status = 500 if BAD and self.path.startswith("/predict") else 200
+        body = json.dumps({"path": self.path, "model_uri": os.environ["MODEL_URI"]}).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+    def log_message(self, *args):
+        pass
+http.server.ThreadingHTTPServer((os.environ["POD_IP"], int(os.environ["PORT"])), H).serve_forever()
+"""
+A = "s3://models/digits/step-4/"
+B = "s3://models/digits/step-9/"
+BAD = "s3://models/digits/bad-step-9/"
+WINDOW = {"analysis_seconds": 10, "max_error_rate": 0.05, "min_requests": 1}
+
+
+def make(namespace: str, model: str, **overrides: Any) -> InferenceDeploymentOperator:
+    args: dict[str, Any] = {
+        "task_id": "deploy",
+        "name": "echo",
+        "namespace": namespace,
+        "model_uri": model,
+        "image": "python:3.11",
+        "command": ["python", "-c", SERVER],
+        "port": PORT,
+        "readiness_path": "/ready",
+        "liveness_path": None,
+        "replicas": 2,
+        "deployment_options": {"probe_period_seconds": 1},
+        "smoke_path": "/info",
+        "expected_response": {"model_uri": model},
+        "rollout_timeout": 60,
+    }
+    return InferenceDeploymentOperator(**{**args, **overrides})
+
+
+class Caller:
+    """Calls ``/predict`` through the API server's service proxy every 100 ms; counts answers by status and
+    model."""
+
+    def __init__(self, api_client: Any, namespace: str) -> None:
+        from kubernetes import client
+
+        self.core = client.CoreV1Api(api_client)
+        self.namespace = namespace
+        self.seen: Counter[tuple[int, str]] = Counter()
+        self._stop = threading.Event()
+        # three callers, each every 100 ms: on a loaded machine one call can take a second or more
+        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(3)]
+
+    def _call(self) -> tuple[int, str]:
+        from kubernetes.client.exceptions import ApiException
+
+        try:
+            response = self.core.connect_get_namespaced_service_proxy_with_path(
+                "echo:http", self.namespace, "predict", _preload_content=False, _request_timeout=10
+            )
+            return response.status, json.loads(response.data)["model_uri"]
+        except ApiException as exc:
+            return exc.status, str(exc.body)[:120]
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.1):
+            self.seen[self._call()] += 1
+
+    def __enter__(self) -> Caller:
+        for thread in self._threads:
+            thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        for thread in self._threads:
+            thread.join(15)
+
+    def errors(self) -> dict[tuple[int, str], int]:
+        return {key: n for key, n in self.seen.items() if key[0] != 200}
+
+
+@pytest.fixture
+def stable(namespace: str, api_client: Any, kube_conn: str) -> Iterator[dict[str, Any]]:
+    """Model A deployed without a canary (two pods): the stable revision a canary is tried beside."""
+    yield run_task(make(namespace, A), context("deploy", run_id="r1"))
+
+
+def deployments(api_client: Any, namespace: str) -> dict[str, Any]:
+    from kubernetes import client
+
+    items = client.AppsV1Api(api_client).list_namespaced_deployment(namespace).items
+    return {d.metadata.name: d for d in items}
+
+
+def test_a_good_model_is_promoted_while_a_client_sees_no_error(
+    namespace: str, api_client: Any, stable: dict[str, Any]
+) -> None:
+    ctx = context("deploy", run_id="r2")
+    with Caller(api_client, namespace) as caller:
+        result = run_task(make(namespace, B, canary={"percent": 34, **WINDOW}), ctx, timeout=120)
+    assert caller.errors() == {}, f"the client saw errors during the canary: {caller.seen}"
+    assert caller.seen[(200, B)] > 0 and caller.seen[(200, A)] > 0, caller.seen
+    verdict = result["canary"]
+    assert verdict["decision"] == "promote", verdict
+    assert verdict["requests"] >= 1 and verdict["errors"] == 0 and verdict["pods"] == 1, verdict
+    assert ctx["pushed"]["canary"] == verdict
+    assert result["model_uri"] == B and result["revision"] == 2
+    assert [(e["revision"], e["model_uri"], e["serving"]) for e in result["model_history"]] == [
+        (2, B, True),
+        (1, A, False),
+    ]
+    assert set(deployments(api_client, namespace)) == {"echo"}, "the canary Deployment was not removed"
+
+
+def test_a_bad_model_is_rolled_back_with_its_error_rate_and_the_stable_one_untouched(
+    namespace: str, api_client: Any, stable: dict[str, Any]
+) -> None:
+    before = deployments(api_client, namespace)["echo"]
+    ctx = context("deploy", run_id="r2")
+    op = make(namespace, BAD, canary={"percent": 34, **WINDOW}, defer_after=0)  # judged in the trigger
+    with Caller(api_client, namespace) as caller, pytest.raises(WorkloadFailed) as failed:
+        run_task(op, ctx, timeout=120)
+    message = str(failed.value)
+    assert f"canary of model {BAD} rolled back" in message
+    assert "error rate 100.00%) over max_error_rate 5.00%" in message
+    assert f"revision 1 (model {A}) still serving, untouched" in message
+    verdict = ctx["pushed"]["canary"]
+    assert verdict["decision"] == "rollback" and verdict["errors"] >= 1, verdict
+    after = deployments(api_client, namespace)
+    assert set(after) == {"echo"}, "the canary Deployment was not removed"
+    assert after["echo"].metadata.generation == before.metadata.generation  # never written
+    assert caller.seen[(200, A)] > 0 and all(model != A for (status, model) in caller.errors()), caller.seen
+
+
+def test_a_retry_adopts_the_canary_and_a_kill_removes_it(
+    namespace: str, api_client: Any, stable: dict[str, Any]
+) -> None:
+    import asyncio
+
+    canary = {"percent": 34, **WINDOW}
+    with pytest.raises(TaskDeferred):  # the first try defers on the canary's rollout, then its worker dies
+        make(namespace, B, canary=canary, defer_after=0).execute(context("deploy", run_id="r2"))
+    first = deployments(api_client, namespace)["echo-canary"].metadata.uid
+    with pytest.raises(TaskDeferred) as again:
+        make(namespace, B, canary=canary, defer_after=0).execute(context("deploy", run_id="r2", try_number=2))
+    now = deployments(api_client, namespace)
+    assert set(now) == {"echo", "echo-canary"} and now["echo-canary"].metadata.uid == first
+    _, kwargs = again.value.trigger.serialize()
+    revived = type(again.value.trigger)(**kwargs)
+    assert kwargs["name"] == "echo-canary" and kwargs["delete_on_kill"] is True
+    asyncio.run(revived.on_kill())
+    deadline = time.monotonic() + 30
+    while "echo-canary" in deployments(api_client, namespace):
+        assert time.monotonic() < deadline, "the canary Deployment was still there 30 s after the kill"
+        time.sleep(0.2)
+    assert "echo" in deployments(api_client, namespace)
+
+
+@pytest.mark.parametrize(
+    ("canary", "field"),
+    [
+        ({"percent": 100}, "canary.percent"),
+        ({"percent": 20, "analysis_seconds": 0}, "canary.analysis_seconds"),
+        ({"percent": 20, "colour": "red"}, "canary.colour"),
+    ],
+)
+def test_bad_canary_fails_at_dag_parse_time(canary: dict[str, Any], field: str) -> None:
+    with pytest.raises(ValidationError) as info:
+        make("ns", B, canary=canary)
+    assert info.value.field == field
