@@ -4,6 +4,7 @@ watches, and a log relay whose connections are cut mid-stream. Each test has a c
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import re
 import time
@@ -56,7 +57,8 @@ async def test_a_healthy_wait_survives_throttling_errors_and_dropped_watches(
                 {"verbs": "GET", "resources": "pods/log", "code": 503, "limit": 1},
             ],
             "close_watches_after": 0.3,
-            "expire_resumes": True,
+            # A number: with every resume expired no watch would live to be closed by the rule above.
+            "expire_resumes": 3,
         }
     )
     obj = await in_thread(client.create, job("steady", COUNT_TO_TWELVE))
@@ -66,7 +68,16 @@ async def test_a_healthy_wait_survives_throttling_errors_and_dropped_watches(
     assert sorted(lines, key=int) == [str(i) for i in range(12)] and set(lines.values()) == {1}
     stats = [w.stats for w in registry.watches.values()]
     assert not stats  # both shared watches stopped with their last waiter
-    assert await in_thread(metric, client, "apiserver_request_total", verb="WATCH", code="500") >= 1
+    # Each injected fault fired, counted at the injector and seen by the clients as the metrics say:
+    # a quiet run (a rule that matches nothing) would prove nothing about surviving it.
+    injected = json.loads(await in_thread(client.get_raw, "/admin/faults"))
+    fired = {f"{r['verbs']} {r['resources']} {r['code']}": r["fired"] for r in injected["rules"]}
+    assert all(fired.values()), f"a fault rule never fired: {fired}"
+    assert injected["closed_watches"] >= 1, f"no watch was closed by the server: {injected}"
+    assert injected["expired_resumes"] == 3, f"not every expiry configured was answered 410: {injected}"
+    for verb, code, count in (("LIST", "429", fired["LIST * 429"]), ("WATCH", "500", fired["WATCH * 500"])):
+        assert await in_thread(metric, client, "apiserver_request_total", verb=verb, code=code) == count
+    assert await in_thread(metric, client, "apiserver_request_total", verb="GET", code="503") == 1
 
 
 async def test_many_triggers_share_two_watches(client: KubeClient, registry: WatchRegistry) -> None:
