@@ -7,7 +7,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import random
 import signal
+import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -27,6 +30,7 @@ from airflow_k8s_ml.testbed.local_cluster.daemon import (
 )
 from tests.cluster_fixtures import fast_settings, use_cluster, wait_for
 
+from .acked_writes import Ledger, write_until_refused
 from .test_watch import until
 from .workload_helpers import complete, in_thread, job
 
@@ -67,36 +71,64 @@ def test_restart_keeps_objects_identity_and_watch_history(tmp_path: Path) -> Non
         )
 
 
+#: Each seed picks the moment of a kill: after how many acknowledged writes, then 0-20 ms later.
+KILL_SEEDS = (3, 17, 29)
+WRITERS = 4
+
+
 def test_kill_9_of_the_server_loses_no_acknowledged_write(tmp_path: Path) -> None:
-    """The daemon `local up` starts, killed with SIGKILL right after its last answer."""
+    """The daemon `local up` starts, killed with SIGKILL at seeded moments while four writers (real
+    ``kubernetes`` clients, a connection each) create, patch and delete ConfigMaps. After each restart every
+    write answered 2xx - in this round and the rounds before - is there with the resourceVersion it was
+    answered with (so in the same order); a write in flight at the kill either happened or did not; new
+    writes get resourceVersions above every survivor."""
     options = ServeOptions(state_dir=tmp_path / "state")
     kubeconfig = start_background(options)
+    ledgers: list[Ledger] = []
     try:
-        core = _core(kubeconfig)
-        acknowledged = {}
-        for i in range(40):
-            cm = core.create_namespaced_config_map("default", _configmap(f"cm-{i}", v=str(i)))
-            acknowledged[cm.metadata.name] = (cm.data, cm.metadata.resource_version)
-        last = core.patch_namespaced_config_map("cm-0", "default", {"data": {"v": "patched"}})
-        acknowledged["cm-0"] = (last.data, last.metadata.resource_version)
-        core.delete_namespaced_config_map("cm-1", "default")
-        del acknowledged["cm-1"]
-        pid = pid_of(options.state_dir)
-        assert pid is not None
-        os.kill(pid, signal.SIGKILL)
-        wait_for(lambda: _gone(pid), what="the killed server to exit")
-
-        assert start_background(options) == kubeconfig
-        core = _core(kubeconfig)  # a fresh client from the same kubeconfig: same port, CA and token
-        items = core.list_namespaced_config_map("default").items
-        survived = {
-            cm.metadata.name: (cm.data, cm.metadata.resource_version)
-            for cm in items
-            if cm.metadata.name.startswith("cm-")
-        }
-        assert survived == acknowledged
+        for seed in KILL_SEEDS:
+            ledgers.append(_kill_while_writing(options, kubeconfig, seed))
+            assert start_background(options) == kubeconfig
+            core = _core(kubeconfig)  # a fresh client from the same kubeconfig: same port, CA and token
+            listed = {
+                cm.metadata.name: (cm.data or {}, int(cm.metadata.resource_version))
+                for cm in core.list_namespaced_config_map("default").items
+            }
+            for book in ledgers:
+                assert not book.refused, f"writes answered with an error: {book.refused}"
+                mine = {name: state for name, state in listed.items() if name.startswith(f"{book.prefix}-")}
+                lost = book.mismatches(mine)
+                assert not lost, f"kill {seed}, writes of round {book.prefix}: " + "; ".join(lost)
+                assert all(rvs == sorted(set(rvs)) for rvs in book.rvs), "a writer's answers out of order"
+            after = core.create_namespaced_config_map("default", _configmap(f"after-{seed}", v="1"))
+            newest = max(rv for _, rv in listed.values())
+            assert int(after.metadata.resource_version) > newest, "a resourceVersion reused after the crash"
     finally:
         stop_background(options.state_dir)
+
+
+def _kill_while_writing(options: ServeOptions, kubeconfig: Path, seed: int) -> Ledger:
+    """Start the writers, SIGKILL the server at the seed's moment, and return once every writer has seen
+    its request fail."""
+    rng = random.Random(seed)
+    ledger = Ledger(prefix=f"s{seed}")
+    writers = [
+        threading.Thread(target=write_until_refused, args=(_core(kubeconfig), ledger, w), daemon=True)
+        for w in range(WRITERS)
+    ]
+    for writer in writers:
+        writer.start()
+    kill_after = rng.randint(10, 60)
+    wait_for(lambda: ledger.count >= kill_after, what=f"{kill_after} acknowledged writes (seed {seed})")
+    time.sleep(rng.uniform(0, 0.02))
+    pid = pid_of(options.state_dir)
+    assert pid is not None
+    os.kill(pid, signal.SIGKILL)
+    wait_for(lambda: _gone(pid), what="the killed server to exit")
+    for writer in writers:
+        writer.join(timeout=60)
+        assert not writer.is_alive(), f"a writer did not see the server die (seed {seed})"
+    return ledger
 
 
 def _gone(pid: int) -> bool:

@@ -5,7 +5,8 @@
   cursor the first persisted on the Job (its kwargs carry none);
 - across real ``kill -9``s of the process running the trigger, landing mid-burst at seeded moments
   (``KILL_SEED``), no line is lost and a kill repeats only what docs/waiting.md says it may: the lines
-  relayed since the last cursor write began (``MIN_INTERVAL`` plus a write's round trip);
+  relayed since the last cursor write began (``MIN_INTERVAL`` plus a write's round trip), the bound of
+  ``tests/relay_bound.py``; so does a single trigger killed -9 mid-stream and resumed from the same kwargs;
 - cursor writes coalesce (a burst costs two patches) and a clean exit flushes the last one at once;
 - a silent workload causes no cursor write;
 - a wait whose API server stops answering fails after ``[airflow_k8s_ml] api_unreachable_timeout``, naming
@@ -38,9 +39,10 @@ from airflow_k8s_ml.kube.resources import resource_for
 from airflow_k8s_ml.kube.sync_client import KubeClient
 from airflow_k8s_ml.kube.watch import WatchRegistry
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
-from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, MIN_INTERVAL, CursorWriter
+from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION, CursorWriter
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 from tests.cluster_fixtures import use_cluster
+from tests.relay_bound import REPEAT_WINDOW, beyond_the_bound
 
 from .workload_helpers import in_thread, job, metric, run_trigger, trigger_for
 
@@ -160,10 +162,6 @@ async def test_an_unreachable_api_server_fails_the_wait_after_the_configured_tim
 #: One long burst: a line every 10 ms, no quiet spell for a kill to hide in.
 BURST_LINES = 1400
 BURST = f"import time\nfor i in range({BURST_LINES}):\n    print(f'line {{i}}', flush=True); time.sleep(0.01)"
-#: The documented bound on what a kill -9 repeats (docs/waiting.md): the lines relayed after the start of
-#: the last cursor write that completed, i.e. within ``MIN_INTERVAL`` plus a write's round trip (two when
-#: one was on the wire) before the kill. The round trips are given a generous second under load.
-REPEAT_WINDOW = MIN_INTERVAL + 1.0
 #: Each killed trigger relays at least this long first, so a cursor flushed late (or only at a clean exit)
 #: repeats lines older than ``REPEAT_WINDOW`` and fails the test.
 RELAY_BEFORE_KILL = REPEAT_WINDOW + 0.5
@@ -309,14 +307,62 @@ def test_kill_9s_mid_burst_lose_nothing_and_repeat_only_the_documented_window(
         f"lost: {sorted(set(range(BURST_LINES)) - set(everything))}"
     )
     for k, killed in enumerate(kills):
-        before, after = relayed[k], relayed[k + 1]
-        last_before = max(n for _, n in before)
-        repeated = [n for _, n in after if n <= last_before]
-        # a tail, contiguous up to the last line relayed before the kill, and nothing more
-        assert repeated == list(range(last_before - len(repeated) + 1, last_before + 1)), repeated
-        window = [n for at, n in before if at >= killed - REPEAT_WINDOW]
-        assert set(repeated) <= set(window), (
-            f"kill {k + 1} repeated {len(repeated)} lines (from line {repeated[0]}); the documented window "
-            f"({REPEAT_WINDOW} s before the kill) held {len(window)}"
-        )
+        problems = beyond_the_bound(killed, relayed[k], relayed[k + 1], expected=())  # losses: above
+        assert not problems, f"kill {k + 1}: " + "; ".join(problems)
     assert max(everything.values()) <= 2, everything.most_common(3)
+
+
+#: A stream long enough to relay ``RELAY_BEFORE_KILL`` seconds and more: a line every 20 ms for 6 s.
+STREAM = "import time\nfor i in range(300):\n    print(f'line {i}', flush=True); time.sleep(0.02)"
+
+
+def test_a_trigger_killed_9_mid_stream_resumes_within_the_documented_bound(
+    client: KubeClient, namespace: str
+) -> None:
+    """The restart above as a crash: the process running the trigger is killed -9 mid-stream (no cancel, no
+    cleanup, no cursor flush) at a seeded moment after ``RELAY_BEFORE_KILL`` seconds of relaying; a fresh
+    trigger from the same serialised kwargs (no cursor in them) resumes from the cursor on the Job. No line
+    is lost, and the repeats are within ``tests/relay_bound.py``'s bound (a late cursor write fails it)."""
+    moment = random.Random(int(os.environ.get("KILL_SEED", "28")) + 1).randint(0, 40)
+    obj = client.create(job("crashy", STREAM, suspend=True))
+    kwargs = {
+        "kind": "Job",
+        "name": "crashy",
+        "namespace": namespace,
+        "uid": obj["metadata"]["uid"],
+        "task_started_at": time.time(),
+        "try_number": 1,
+    }
+    assert "log_cursor" not in kwargs  # only the cluster remembers where the relay was
+    first, second = Triggerer(kwargs), Triggerer(kwargs)
+    try:
+        first.ready()
+        second.ready()
+        watchers = metric(client, "apiserver_registered_watchers")
+        first.go()
+        deadline = time.monotonic() + 60
+        while metric(client, "apiserver_registered_watchers") < watchers + 1:
+            assert time.monotonic() < deadline, "the first trigger never opened its watch"
+            time.sleep(0.05)
+        client.patch("batch/v1", "Job", "crashy", namespace, {"spec": {"suspend": False}})
+        deadline = time.monotonic() + 60
+        while True:
+            at, _ = first.next_line(deadline, "waiting for the trigger to relay lines before the kill")
+            got = first.relayed()
+            if got and at - got[0][0] >= RELAY_BEFORE_KILL and len(got) >= moment:
+                break
+        assert max(n for _, n in first.relayed()) < 250, "the stream ended before the kill"
+        killed = first.kill()
+        second.go()
+        deadline = time.monotonic() + 120
+        while "EVENT" not in second.next_line(deadline, "waiting for the second trigger's event")[1]:
+            pass
+    finally:
+        for triggerer in (first, second):
+            if triggerer.process.poll() is None:
+                triggerer.kill()
+    assert "EVENT succeeded" in second.output[-1][1], second.output[-20:]
+    resumed = "resuming the log relay after the last line relayed for try 1"
+    assert any(resumed in line for _, line in second.output), second.output[:20]
+    problems = beyond_the_bound(killed, first.relayed(), second.relayed(), expected=range(300))
+    assert not problems, "; ".join(problems)

@@ -19,8 +19,9 @@ _SERIES = re.compile(
 )
 
 
-def writes(conn_id: str = "kubernetes_default") -> Counter[tuple[str, str, str]]:
-    """Write requests the API server has answered, dry runs left out: (verb, resource, code) -> count."""
+def requests(conn_id: str = "kubernetes_default") -> Counter[tuple[str, str, str]]:
+    """Every request the API server has answered but its own ``/metrics`` reads (resource ""), dry runs
+    left out: (verb, resource, code) -> count."""
     from airflow_k8s_ml.kube.sync_client import KubeClient
 
     client = KubeClient(conn_id)
@@ -31,9 +32,14 @@ def writes(conn_id: str = "kubernetes_default") -> Counter[tuple[str, str, str]]
     counts: Counter[tuple[str, str, str]] = Counter()
     for line in text.splitlines():
         match = _SERIES.match(line)
-        if match and match.group(1) in WRITE_VERBS and not match.group(4):
+        if match and match.group(2) and not match.group(4):
             counts[(match.group(1), match.group(2), match.group(3))] += int(match.group(5))
     return counts
+
+
+def writes(conn_id: str = "kubernetes_default") -> Counter[tuple[str, str, str]]:
+    """Write requests the API server has answered, dry runs left out: (verb, resource, code) -> count."""
+    return Counter({key: n for key, n in requests(conn_id).items() if key[0] in WRITE_VERBS})
 
 
 def accepted(counts: Counter[tuple[str, str, str]]) -> Counter[tuple[str, str, str]]:

@@ -110,6 +110,7 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
                 dag_ids = (
                     "nightly_finetune",
                     "short_training",
+                    "burst_training",
                     "slow_defer_training",
                     "hostile_logs",
                     "tf_training",

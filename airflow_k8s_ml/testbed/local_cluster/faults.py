@@ -7,6 +7,12 @@ for an API group the server does not serve).
     {"rules": [{"verbs": "WATCH", "resources": "jobs", "code": 429, "share": 0.5, "retry_after": 1,
                 "limit": 10}],
      "close_watches_after": 2.0, "expire_resumes": true}
+
+``expire_resumes``: true answers every watch resume 410 Gone; a number N only the first N.
+
+Every fault is counted where it is injected (each rule's ``fired``; ``closed_watches`` and
+``expired_resumes`` for the two watch faults) and the counts are part of ``GET /admin/faults``, so a test
+proves the faults it configured really fired rather than passing on a quiet run.
 """
 
 from __future__ import annotations
@@ -43,14 +49,18 @@ class FaultRule:
 class Faults:
     rules: list[FaultRule] = field(default_factory=list)
     close_watches_after: float | None = None
-    expire_resumes: bool = False
+    expire_resumes: bool | int = False
     rng: random.Random = field(default_factory=lambda: random.Random(0))
+    closed_watches: int = 0
+    expired_resumes: int = 0
 
     def configure(self, spec: dict[str, Any]) -> None:
         known = set(FaultRule.__dataclass_fields__) - {"fired"}
         self.rules = [FaultRule(**{k: v for k, v in r.items() if k in known}) for r in spec.get("rules", [])]
         self.close_watches_after = spec.get("close_watches_after")
-        self.expire_resumes = bool(spec.get("expire_resumes", False))
+        expire = spec.get("expire_resumes", False)
+        self.expire_resumes = expire if isinstance(expire, bool | int) else bool(expire)
+        self.closed_watches = self.expired_resumes = 0
 
     def clear(self) -> None:
         self.configure({})
@@ -65,9 +75,24 @@ class Faults:
                     rule.fired += 1
                     raise rule.error()
 
+    def expires_resume(self) -> bool:
+        """Whether a watch resuming from a resourceVersion is answered 410 Gone (counted when it is):
+        every resume when ``expire_resumes`` is true, the first N when it is a number N (so the watches
+        after them live, and a ``close_watches_after`` beside it still has watches to close)."""
+        limit = self.expire_resumes
+        expired = limit is True or (type(limit) is int and self.expired_resumes < limit)
+        self.expired_resumes += expired
+        return expired
+
+    def note_closed_watch(self) -> None:
+        """A watch the server ended at ``close_watches_after`` (not at the client's own timeout)."""
+        self.closed_watches += 1
+
     def describe(self) -> dict[str, Any]:
         return {
             "rules": [r.__dict__ | {} for r in self.rules],
             "close_watches_after": self.close_watches_after,
             "expire_resumes": self.expire_resumes,
+            "closed_watches": self.closed_watches,
+            "expired_resumes": self.expired_resumes,
         }

@@ -5,6 +5,11 @@ Benchmarks read ``apiserver_request_total`` (requests per waiting job-hour) and
 sent (a refused input must send none). A server-side dry run (``dryRun=All``) is counted under the label
 ``dry_run="All"``, as upstream labels it, so a dry run is not mistaken for a write (the label is left out
 of the other series).
+
+``local_cluster_controller_resyncs_total`` (ours; kube-controller-manager has no such series) counts each
+controller's periodic resync passes, ``started`` and ``completed`` (every key the pass enqueued has been
+reconciled): a test asserting that a controller did nothing at a moment waits for a pass that started after
+that moment to complete, instead of sleeping and hoping the controller was not merely slow.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ class Metrics:
         self.connections = 0
         self._open_watches = open_watches
         self.longrunning: Counter[str] = Counter()
+        self.resyncs: Counter[tuple[str, str]] = Counter()  # (controller, "started" | "completed")
 
     def count_request(self, verb: str, resource: str, code: int, *, dry_run: bool = False) -> None:
         self.requests[(verb, resource, str(code), dry_run)] += 1
@@ -38,6 +44,14 @@ class Metrics:
         ]
         for resource, n in sorted(self.longrunning.items()):
             lines.append(f'apiserver_longrunning_requests{{verb="WATCH",resource="{resource}"}} {n}')
+        lines += [
+            "# HELP local_cluster_controller_resyncs_total Periodic resync passes by controller and state.",
+            "# TYPE local_cluster_controller_resyncs_total counter",
+        ]
+        for (controller, state), n in sorted(self.resyncs.items()):
+            lines.append(
+                f'local_cluster_controller_resyncs_total{{controller="{controller}",state="{state}"}} {n}'
+            )
         lines += [
             "# HELP apiserver_registered_watchers Number of currently open watches.",
             "# TYPE apiserver_registered_watchers gauge",

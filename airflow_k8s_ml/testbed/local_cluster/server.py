@@ -452,7 +452,7 @@ class ApiServer:
 
         faults = self.cluster.faults
         try:
-            if asked.since is not None and faults.expire_resumes:
+            if asked.since is not None and faults.expires_resume():
                 raise errors.expired(asked.resource_version, self.store.resource_version)
             w, backlog = self.store.watch(rt, target.namespace, asked.since)
         except errors.StatusError as exc:
@@ -465,8 +465,8 @@ class ApiServer:
         loop = asyncio.get_running_loop()
         w.on_overflow = self._abort_if_stuck(request, rt)
         deadline = loop.time() + asked.timeout if asked.timeout else None
-        if faults.close_watches_after:
-            cut = loop.time() + faults.close_watches_after
+        cut = loop.time() + faults.close_watches_after if faults.close_watches_after else None
+        if cut is not None:
             deadline = min(deadline, cut) if deadline else cut
         try:
             for obj in initial:
@@ -481,6 +481,8 @@ class ApiServer:
                 await self._send_change(send, rt, change, matches)
             backlog.clear()
             await self._follow(w, send, rt, matches, deadline, asked.bookmarks)
+            if cut is not None and deadline == cut and loop.time() >= cut and not w.overflowed:
+                faults.note_closed_watch()
         except (ConnectionResetError, asyncio.CancelledError):
             pass
         finally:

@@ -1,6 +1,8 @@
 """Small DAGs for the production-mode fault tests: one short training Job each, real operators.
 
 ``short_training`` prints ``epoch=K/N`` once a second (the lines the tests count in the task log).
+``burst_training`` prints ``step=K/N`` every 20 ms with no pause, so a kill of the triggerer lands inside a
+burst whenever it comes (the relay's cursor is written at most once a second).
 ``slow_defer_training`` is the same task with a pause between creating the Job and deferring, on its
 first try only, so a test can kill the task process in exactly that window (a worker dying there is the
 case adoption must handle); the pause is announced in the task log.
@@ -17,17 +19,11 @@ from airflow.sdk import DAG
 from airflow_k8s_ml.operators import FineTuneJobOperator
 
 EPOCHS = 12
-#: After this epoch the training pauses QUIET_FACTOR times its pace.
-QUIET_AFTER = 3
-QUIET_FACTOR = 5
 TRAIN = (
     "import sys, time\n"
     f"for k in range(1, {EPOCHS} + 1):\n"
     f"    print(f'epoch={{k}}/{EPOCHS} loss={{1.0 / k:.4f}}', flush=True)\n"
-    # a quiet spell after epoch 3: the fault test kills the triggerer there, once the relay's cursor is
-    # persisted (a kill while a relayed line's cursor write is in flight relays that line again: the
-    # documented window of triggers/log_cursor.py, not what this DAG is for)
-    f"    time.sleep(float(sys.argv[1]) * ({QUIET_FACTOR} if k == {QUIET_AFTER} else 1))\n"
+    "    time.sleep(float(sys.argv[1]))\n"
     "print('training done', flush=True)\n"
 )
 COMMON: dict[str, Any] = {
@@ -37,6 +33,14 @@ COMMON: dict[str, Any] = {
     "retries": 1,
     "retry_delay": timedelta(seconds=1),
 }
+STEPS = 500
+BURST = (
+    "import time\n"
+    f"for k in range(1, {STEPS} + 1):\n"
+    f"    print(f'step={{k}}/{STEPS}', flush=True)\n"
+    "    time.sleep(0.02)\n"
+    "print('training done', flush=True)\n"
+)
 WINDOW_MARKER = "pausing between create and defer"
 
 
@@ -60,3 +64,6 @@ for dag_id, operator, pace in (
 ):
     with DAG(dag_id, schedule=None, max_active_runs=4, tags=["test"]):
         operator(task_id="train", args=[pace], **COMMON)
+
+with DAG("burst_training", schedule=None, max_active_runs=4, tags=["test"]):
+    FineTuneJobOperator(task_id="train", **{**COMMON, "command": ["python", "-c", BURST]})

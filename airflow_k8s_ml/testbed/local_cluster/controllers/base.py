@@ -25,6 +25,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 ObjKey = tuple[str, str]  # (namespace, name) of the controller's primary kind
+# Queued after a resync pass's keys: reaching it means their reconciles are done (the queue is FIFO).
+_PASS_DONE: ObjKey = ("#resync", "done")
 
 
 class Controller:
@@ -88,6 +90,9 @@ class Controller:
         while True:
             key = await self._queue.get()
             self._pending.discard(key)
+            if key == _PASS_DONE:
+                self.cluster.metrics.resyncs[(self.name, "completed")] += 1
+                continue
             try:
                 await self.reconcile(key)
             except asyncio.CancelledError:
@@ -101,5 +106,8 @@ class Controller:
     async def _resync(self) -> None:
         while True:
             await asyncio.sleep(self.settings.resync_period)
+            self.cluster.metrics.resyncs[(self.name, "started")] += 1
             for key in self.all_keys():
                 self.enqueue(key)
+            if self._queue is not None:  # not ``enqueue``: every pass gets its marker, never de-duplicated
+                self._queue.put_nowait(_PASS_DONE)
