@@ -43,6 +43,8 @@ KIND_MODELS: dict[tuple[str, str], str] = {
     ("policy/v1", "PodDisruptionBudget"): "V1PodDisruptionBudget",
     ("scheduling.k8s.io/v1", "PriorityClass"): "V1PriorityClass",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("authorization.k8s.io/v1", "SelfSubjectAccessReview"): "V1SelfSubjectAccessReview",
+    ("authorization.k8s.io/v1", "SelfSubjectRulesReview"): "V1SelfSubjectRulesReview",
     ("v1", "DeleteOptions"): "V1DeleteOptions",
 }
 
