@@ -87,6 +87,7 @@ class ToyOperator(_WorkloadOperator):
         active_deadline_seconds: int | None = None,
         ttl_seconds_after_finished: int | None = None,
         gang_scheduler: str | None = None,
+        disruption_budget: bool = False,
         manifest: Mapping[str, Any] | str | None = None,
         namespace: str | None = None,
         kubernetes_conn_id: str = "kubernetes_default",
@@ -102,6 +103,7 @@ class ToyOperator(_WorkloadOperator):
         poll_interval: float = 30.0,
         stream_logs: bool = True,
         log_lines: int = 50,
+        max_disruptions: int | None = 5,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
