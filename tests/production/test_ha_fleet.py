@@ -30,7 +30,12 @@ from tests.production.dags.fault_training import WINDOW_MARKER
 from tests.production.dags.fleet_training import EPOCHS, FLEET, FLEET_LARGE
 
 MISSING = missing_backends()
-pytestmark = pytest.mark.skipif(MISSING is not None, reason=f"the HA stack needs {MISSING}")
+pytestmark = [
+    pytest.mark.skipif(MISSING is not None, reason=f"the HA stack needs {MISSING}"),
+    # the first test also starts the stack (initdb, migrations on PostgreSQL, eight components): minutes on
+    # a loaded 2-core machine, over the suite's 300 s per test; each wait inside is bounded on its own
+    pytest.mark.timeout(900),
+]
 
 FLEET_EXPECTED = [f"epoch={k}/{EPOCHS}" for k in range(1, EPOCHS + 1)]
 SHORT_EXPECTED = [f"epoch={k}/{SHORT_EPOCHS}" for k in range(1, SHORT_EPOCHS + 1)]

@@ -25,9 +25,7 @@ TRAIN = (
     "import sys, time\n"
     f"for k in range(1, {EPOCHS} + 1):\n"
     f"    print(f'epoch={{k}}/{EPOCHS} loss={{1.0 / k:.4f}}', flush=True)\n"
-    # a quiet spell after epoch 3: the fault test kills the triggerer there, once the relay's cursor is
-    # persisted (a kill while a relayed line's cursor write is in flight relays that line again: the
-    # documented window of triggers/log_cursor.py, not what this DAG is for)
+    # a quiet spell after epoch 3 (a pause in the output; the triggerer kill test no longer needs it)
     f"    time.sleep(float(sys.argv[1]) * ({QUIET_FACTOR} if k == {QUIET_AFTER} else 1))\n"
     "print('training done', flush=True)\n"
 )
