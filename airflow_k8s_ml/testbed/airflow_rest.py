@@ -146,14 +146,23 @@ class AirflowRest:
 
     # -- waiting ----------------------------------------------------------------------------------------
     def wait_for(self, what: str, probe: Callable[[], Any], timeout: float, interval: float = 0.5) -> Any:
-        """Poll ``probe`` until it returns something truthy; the error names what was awaited."""
+        """Poll ``probe`` until it returns something truthy; the error names what was awaited.
+
+        A probe whose request timed out counts as "not yet": an API server slow to answer under load (300
+        task starts on two cores) is not a wrong answer; the deadline still bounds the wait.
+        """
         deadline = time.monotonic() + timeout
+        slow = 0
         while True:
-            value = probe()
+            try:
+                value = probe()
+            except httpx.TimeoutException:
+                slow, value = slow + 1, None
             if value:
                 return value
             if time.monotonic() > deadline:
-                raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}")
+                late = f" ({slow} requests timed out)" if slow else ""
+                raise TimeoutError(f"timed out after {timeout:.0f}s waiting for {what}{late}")
             time.sleep(interval)
 
     def wait_dag(self, dag_id: str, timeout: float = 120.0) -> dict[str, Any]:

@@ -170,20 +170,20 @@ REPEAT_WINDOW = MIN_INTERVAL + 1.0
 RELAY_BEFORE_KILL = REPEAT_WINDOW + 0.5
 
 TRIGGERER = """
-import asyncio, json, logging, os, sys, types
+import asyncio, json, os, sys, types
 import structlog
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
 
-class TriggerLogFile(logging.Handler):
-    # As Airflow 3's triggerer keeps a trigger's log: one JSON event a line (with the log context
-    # variables), written and flushed as it comes, in <task log>.trigger.<triggerer job id>.log.
+class TriggerLogFile:
+    # As Airflow 3's triggerer keeps a trigger's log: one JSON event a line (the log context variables
+    # merged in), written and flushed as it comes, in <task log>.trigger.<triggerer job id>.log. A structlog
+    # processor just before the console renderer: the console output the test reads is unchanged.
     def __init__(self, path):
-        super().__init__()
         os.makedirs(os.path.dirname(path), exist_ok=True)
         self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-    def emit(self, record):
-        event = {"event": record.getMessage(), **structlog.contextvars.get_contextvars()}
-        os.write(self.fd, json.dumps(event).encode() + b"\\n")
+    def __call__(self, logger, method, event_dict):
+        os.write(self.fd, json.dumps(event_dict, default=str).encode() + b"\\n")
+        return event_dict
 
 async def main():
     trigger = WorkloadTrigger(**json.loads(sys.argv[1]))
@@ -192,7 +192,9 @@ async def main():
         trigger.task_instance = types.SimpleNamespace(**ti)
         base = os.environ["AIRFLOW__LOGGING__BASE_LOG_FOLDER"]
         path = f"{base}/dag_id={ti['dag_id']}/run_id={ti['run_id']}/task_id={ti['task_id']}/attempt=1.log"
-        logging.getLogger().addHandler(TriggerLogFile(f"{path}.trigger.{sys.argv[3]}.log"))
+        processors = structlog.get_config()["processors"]
+        tee = TriggerLogFile(f"{path}.trigger.{sys.argv[3]}.log")
+        structlog.configure(processors=[*processors[:-1], tee, processors[-1]])
     async for event in trigger.run():
         print("EVENT", event.payload["outcome"], flush=True)
 
