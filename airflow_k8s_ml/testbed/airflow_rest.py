@@ -36,7 +36,7 @@ class AirflowRest:
     base_url: str
     username: str
     password: str
-    timeout: float = 30.0
+    timeout: float = 60.0  # per request: an API server on a loaded 2-core machine took over 30 s once
 
     def __post_init__(self) -> None:
         self._http = httpx.Client(base_url=self.base_url, timeout=self.timeout)

@@ -257,8 +257,9 @@ class AirflowStack:
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
             "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "5",
             "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
-            # a task whose Celery worker died stops heartbeating: failed (and retried) after this long
-            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "30",
+            # a task whose Celery worker died stops heartbeating: failed (and retried) after this long (300 by
+            # default; 30 failed live tasks whose supervisors starved at a load average of 30 on 2 cores)
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
         }
 

@@ -24,7 +24,7 @@ import psutil
 import pytest
 
 from airflow_k8s_ml.testbed.backing_services import missing_backends
-from tests.production.conftest import Production, epoch_lines, production_stack, wait_until
+from tests.production.conftest import Production, epoch_lines, production_stack
 from tests.production.dags.fault_training import EPOCHS as SHORT_EPOCHS
 from tests.production.dags.fault_training import WINDOW_MARKER
 from tests.production.dags.fleet_training import EPOCHS, FLEET, FLEET_LARGE
@@ -105,16 +105,16 @@ def _kill_a_triggerer_across_the_fleet(production: Production, dag_id: str, size
             len(_epochs(production, dag_id, run_id, ti["task_id"])) >= 2 for ti in deferred
         )
 
-    wait_until(
-        f"all {size} tasks deferred with epoch lines in their logs", all_relaying, timeout=400, interval=1
-    )
+    # REST polls through AirflowRest.wait_for: a request timed out on a loaded machine counts as "not yet"
+    wait = production.rest.wait_for
+    wait(f"all {size} tasks deferred, epoch lines in their logs", all_relaying, timeout=400, interval=1)
     holders = Counter(ti["trigger"]["triggerer_id"] for ti in _fleet(production, dag_id, run_id))
 
     def known() -> dict[int, str] | None:
         jobs = _triggerer_jobs(production)
         return jobs if set(holders) <= set(jobs) else None
 
-    components = wait_until("the holders' trigger log files open", known, timeout=30)
+    components = wait("the holders' trigger log files open", known, timeout=30)
     victim_job, held = holders.most_common(1)[0]
     victim = components[victim_job]
     survivor = next(name for name in TRIGGERERS if name != victim)
@@ -131,7 +131,7 @@ def _kill_a_triggerer_across_the_fleet(production: Production, dag_id: str, size
         return owners <= alive
 
     # Airflow's threshold (5 s in the HA stack) plus the survivor's next assignment round
-    wait_until(f"every trigger held by {survivor}", moved, timeout=90, interval=0.5)
+    wait(f"every trigger held by {survivor}", moved, timeout=90, interval=0.5)
     print(f"triggers moved to {survivor} {time.monotonic() - killed_at:.1f}s after the kill")
     production.stack.start_component(victim)  # as a deployment restarts it
     run = production.rest.wait_run(dag_id, run_id, timeout=600)
@@ -162,7 +162,7 @@ def test_triggerer_killed_across_a_larger_fleet(ha: Production) -> None:
 def test_celery_worker_killed_after_create_before_defer(ha: Production) -> None:
     dag_id = "slow_defer_long_training"
     run_id = ha.rest.trigger(dag_id)
-    wait_until(
+    ha.rest.wait_for(
         "the pause between create and defer",
         lambda: any(WINDOW_MARKER in line for line in ha.log_lines(dag_id, run_id, "train", 1)),
         timeout=300,
@@ -209,11 +209,9 @@ def test_deferred_tasks_marked_failed_on_either_triggerer(ha: Production) -> Non
         tis = [ti for ti in _fleet(ha, dag_id, run_id) if ti["state"] == "deferred" and ti["trigger"]]
         return tis if len(tis) == FLEET else None
 
-    tis = wait_until(f"all {FLEET} tasks deferred", deferred, timeout=400, interval=1)
-    jobs = {
-        ti["task_id"]: wait_until("its Job", lambda t=ti["task_id"]: _jobs(ha, dag_id, run_id, t))
-        for ti in tis
-    }
+    tis = ha.rest.wait_for(f"all {FLEET} tasks deferred", deferred, timeout=400, interval=1)
+    jobs = {ti["task_id"]: _jobs(ha, dag_id, run_id, ti["task_id"]) for ti in tis}
+    assert all(len(names) == 1 for names in jobs.values()), jobs
     print(f"triggers per triggerer job: {dict(Counter(ti['trigger']['triggerer_id'] for ti in tis))}")
     marked: dict[str, float] = {}
     for ti in tis:
@@ -226,6 +224,6 @@ def test_deferred_tasks_marked_failed_on_either_triggerer(ha: Production) -> Non
         assert not late, f"Jobs of {late} still there 30 s after their task was marked failed"
         return not left
 
-    wait_until("every marked task's Job deleted", gone_in_time, timeout=60)
+    ha.rest.wait_for("every marked task's Job deleted", gone_in_time, timeout=60)
     print(f"all {FLEET} Jobs gone {time.monotonic() - min(marked.values()):.1f}s after the first mark")
     assert {ti["state"] for ti in _fleet(ha, dag_id, run_id)} == {"failed"}

@@ -56,9 +56,9 @@ class SlowDeferJobOperator(FineTuneJobOperator):
 for dag_id, operator, pace in (
     ("short_training", FineTuneJobOperator, "1.0"),
     ("slow_defer_training", SlowDeferJobOperator, "0.3"),
-    # for a Celery worker's death, noticed only when the task's heartbeat times out (30 s in the HA stack):
-    # a training long enough (~85 s) to still run when the retry comes
-    ("slow_defer_long_training", SlowDeferJobOperator, "5.0"),
+    # for a Celery worker's death, noticed only when the task's heartbeat times out (60 s in the HA stack):
+    # a training long enough (~135 s) to still run when the retry comes
+    ("slow_defer_long_training", SlowDeferJobOperator, "8.0"),
 ):
     with DAG(dag_id, schedule=None, max_active_runs=4, tags=["test"]):
         operator(task_id="train", args=[pace], **COMMON)
