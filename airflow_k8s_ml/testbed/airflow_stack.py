@@ -250,12 +250,15 @@ class AirflowStack:
             "AIRFLOW__CELERY__BROKER_URL": self.redis.url,
             "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + self.postgres.url,
             "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.settings.worker_concurrency),
-            # a dead triggerer's triggers go to the other once its heartbeat is this old
+            # a dead triggerer's triggers go to the other once its heartbeat is this old (default 30). Not
+            # lower: at a load average of 40 on 2 cores heartbeats came 6-7 s late, and a live triggerer
+            # whose triggers are taken runs them beside the new owner until it notices.
             "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
-            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "5",
-            # a dead scheduler's task instances are adopted (or reset) by the other within seconds
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
+            # a dead scheduler's queued task instances are adopted by the other. The threshold stays at
+            # Airflow's 30 s: at 5 s, schedulers whose heartbeats came 6-7 s late under load reset each
+            # other's running tasks as orphans (every task of a run failed its first try).
             "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
-            "AIRFLOW__SCHEDULER__SCHEDULER_HEALTH_CHECK_THRESHOLD": "5",
             "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
             # a task whose Celery worker died stops heartbeating: failed (and retried) after this long (300 by
             # default; 30 failed live tasks whose supervisors starved at a load average of 30 on 2 cores)

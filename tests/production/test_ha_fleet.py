@@ -130,7 +130,7 @@ def _kill_a_triggerer_across_the_fleet(production: Production, dag_id: str, size
         alive = {job for job, name in _triggerer_jobs(production).items() if name == survivor}
         return owners <= alive
 
-    # Airflow's threshold (5 s in the HA stack) plus the survivor's next assignment round
+    # Airflow's threshold (15 s in the HA stack) plus the survivor's next assignment round
     wait(f"every trigger held by {survivor}", moved, timeout=90, interval=0.5)
     print(f"triggers moved to {survivor} {time.monotonic() - killed_at:.1f}s after the kill")
     production.stack.start_component(victim)  # as a deployment restarts it
