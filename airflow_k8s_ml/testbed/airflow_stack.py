@@ -264,6 +264,9 @@ class AirflowStack:
             # default; 30 failed live tasks whose supervisors starved at a load average of 30 on 2 cores)
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
             "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+            # a task's calls to the execution API (default 5 s, 5 retries): eight tasks starting at once on
+            # a loaded 2-core machine failed their first try there (ReadTimeout), before any of our code ran
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
         }
 
     # -- lifecycle --------------------------------------------------------------------------------------
