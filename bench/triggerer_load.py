@@ -261,6 +261,8 @@ def run(n: int, hold: float, ha: bool = True) -> None:
             after = {"ours": _requests(ours), "cncf": _requests(cncf)}
             tis = rest.task_instances(DAG_ID, run_id)
             blocked = sum(stack.component_log(name).count("blocked for") for name in triggerers(stack))
+        if stack.postgres is not None:  # the bench's database is thrown away with its tmp dir
+            stack.postgres.remove()
         where = "HA stack: 2 triggerers, CeleryExecutor, PostgreSQL" if ha else "one triggerer, LocalExecutor"
         print(f"\n=== triggerer load: N={n} per group, {where}, hold {hold:.0f}s ===")
         print(f"{'group':<9} {'ok':>5} {'failed':>7} {'req/job-hour':>13} {'latency p50':>12} {'p99':>8}")

@@ -119,6 +119,8 @@ def production_stack(root: Path, dag_ids: tuple[str, ...], **settings: Any) -> I
                 yield Production(stack, services, api)
             finally:
                 api.close()
+    if stack.postgres is not None:  # its data directory lives outside the tmp home when run as root
+        stack.postgres.remove()
     # Nothing the tier started may outlive it: no process of this Airflow home, no port held.
     assert port_is_free(stack.port), f"port {stack.port} still held after stop"
     assert stack.leftovers() == []
