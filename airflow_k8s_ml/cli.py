@@ -5,7 +5,7 @@ airflow-k8s-ml local up [--state-dir D] [--port N] [--cpu 8] [--memory 32Gi] [--
 airflow-k8s-ml local status
 airflow-k8s-ml local down [--purge]   (the state dir keeps the cluster's objects; --purge deletes it)
 airflow-k8s-ml demo [--output D]
-airflow-k8s-ml standalone [--port N] [--home D] [--dags-folder D]
+airflow-k8s-ml standalone [--port N] [--home D] [--dags-folder D] [--ha]
 
 Every command runs the test bed (``airflow_k8s_ml.testbed``), whose dependencies come with the
 ``local`` extra.
@@ -91,7 +91,7 @@ def _demo(args: argparse.Namespace) -> int:
 def _standalone(args: argparse.Namespace) -> int:
     from .testbed.standalone import main as standalone_main
 
-    return standalone_main(args.home, args.port, args.dags_folder)
+    return standalone_main(args.home, args.port, args.dags_folder, ha=args.ha)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -127,6 +127,11 @@ def main(argv: list[str] | None = None) -> int:
         "--home", type=Path, default=DEFAULT_HOME, help=f"state and Airflow home (default {DEFAULT_HOME})"
     )
     standalone.add_argument("--dags-folder", type=Path, default=None, help="default: the repository's dags/")
+    standalone.add_argument(
+        "--ha",
+        action="store_true",
+        help="as in production: PostgreSQL, Redis, CeleryExecutor (2 workers), 2 schedulers, 2 triggerers",
+    )
     standalone.set_defaults(func=_standalone)
     args = parser.parse_args(argv)
     return int(args.func(args))

@@ -1,7 +1,8 @@
-"""Triggerer load: N deferred training tasks in ONE real triggerer, ours beside the cncf provider's.
+"""Triggerer load: N deferred training tasks per group in real triggerers, ours beside the cncf provider's.
 
-Real Airflow components (api-server, scheduler, dag-processor, one triggerer; LocalExecutor) run a DAG of
-three mapped groups of N tasks each, side by side in the same run:
+Real Airflow components run a DAG of three mapped groups of N tasks each, side by side in the same run. By
+default on the HA stack (``AirflowStack(ha=True)``: PostgreSQL, CeleryExecutor with two workers, two
+schedulers, two triggerers); ``--single`` runs the quick stack (one triggerer, LocalExecutor, SQLite):
 
 - ``ours``:     ``FineTuneJobOperator`` (deferrable) on local cluster A;
 - ``cncf``:     ``KubernetesJobOperator(deferrable=True, wait_until_job_complete=True)`` on local cluster B;
@@ -12,9 +13,10 @@ Each Job's pod blocks reading a FIFO (no CPU while it waits); once every task is
 to the FIFOs at moments spread over ``[hold/3, hold]`` seconds, and the baseline sensors' target times
 are the same moments. Printed per group: API requests per waiting job-hour (each cluster's
 ``apiserver_request_total`` over the waiting window), detection latency p50/p99 from the release to the
-task's end as Airflow records it, and the triggerer's "blocked" warnings for the whole run.
+task's end as Airflow records it, the triggerers' "blocked" warnings for the whole run, and the
+triggerers' CPU seconds and peak RSS (their whole process trees, sampled every second).
 
-    python bench/triggerer_load.py [--n 100] [--hold 90]
+    python bench/triggerer_load.py [--n 100 300] [--hold 90] [--single]
 
 Loopback only, bounded: about (N x 3 task starts) + hold + start-up seconds.
 """
@@ -65,6 +67,10 @@ with DAG("{dag_id}", schedule=None, max_active_tasks=4 * N, max_active_runs=1):
         target_time=["{{{{ dag_run.conf['release'][%d] }}}}" % i for i in range(N)]
     )
 '''
+
+
+def triggerers(stack: AirflowStack) -> list[str]:
+    return [name for name in stack.settings.fleet if name.startswith("triggerer")]
 
 
 def _cluster(state: Path) -> Any:
@@ -125,7 +131,57 @@ def _percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))] if ordered else float("nan")
 
 
-def run(n: int, hold: float) -> None:
+class TreeSampler:
+    """CPU seconds and peak RSS of some components' process trees, sampled every ``interval`` seconds."""
+
+    def __init__(self, stack: AirflowStack, names: list[str], interval: float = 1.0) -> None:
+        self.stack, self.names, self.interval = stack, names, interval
+        self.cpu: dict[str, float] = dict.fromkeys(names, 0.0)
+        self.peak_rss: dict[str, int] = dict.fromkeys(names, 0)
+        self._seen: dict[int, float] = {}  # pid -> cpu seconds at its last sample
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _sample(self) -> None:
+        import psutil
+
+        for name in self.names:
+            proc = self.stack.procs.get(name)
+            if proc is None:
+                continue
+            try:
+                root = psutil.Process(proc.pid)
+                tree = [root, *root.children(recursive=True)]
+            except psutil.NoSuchProcess:
+                continue
+            rss = 0
+            for member in tree:
+                try:
+                    times, mem = member.cpu_times(), member.memory_info()
+                except psutil.Error:
+                    continue
+                total = times.user + times.system
+                self.cpu[name] += total - self._seen.get(member.pid, 0.0)
+                self._seen[member.pid] = total
+                rss += mem.rss
+            self.peak_rss[name] = max(self.peak_rss[name], rss)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            self._sample()
+
+    def __enter__(self) -> TreeSampler:
+        self._sample()
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+        self._sample()
+
+
+def run(n: int, hold: float, ha: bool = True) -> None:
     work = Path(tempfile.mkdtemp(prefix="triggerer-load-"))
     fifos = work / "fifos"
     fifos.mkdir(mode=0o777)
@@ -147,7 +203,8 @@ def run(n: int, hold: float) -> None:
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
         }
-        with AirflowStack(StackSettings(home=work / "airflow-home", dags_folder=dags, env=env)) as stack:
+        settings = StackSettings(home=work / "airflow-home", dags_folder=dags, env=env, ha=ha)
+        with AirflowStack(settings) as stack, TreeSampler(stack, triggerers(stack)) as sampler:
             rest = stack.rest
             rest.wait_dag(DAG_ID, timeout=300)
             rest.set_paused(DAG_ID, False)
@@ -168,7 +225,8 @@ def run(n: int, hold: float) -> None:
                 settled = ("deferred", "failed", "up_for_retry", "success")  # a baseline may fire early
                 return len(states) == 3 * n and all(s in settled for s in states)
 
-            rest.wait_for("every task deferred", all_deferred, timeout=launch_estimate * 3, interval=2.0)
+            # bounded generously: at a load average of 40 on 2 cores, 300 task starts took over 25 minutes
+            rest.wait_for("every task deferred", all_deferred, timeout=3 * n * 8.0 + 600, interval=5.0)
             deferred_at = time.time()
             print(f"all {3 * n} deferred (or failed before) after {deferred_at - t0:.0f}s", flush=True)
             if deferred_at > releases[0]:
@@ -202,8 +260,11 @@ def run(n: int, hold: float) -> None:
             finished_at = time.time()
             after = {"ours": _requests(ours), "cncf": _requests(cncf)}
             tis = rest.task_instances(DAG_ID, run_id)
-            blocked = stack.component_log("triggerer").count("blocked for")
-        print(f"\n=== triggerer load: N={n} per group, one triggerer, hold {hold:.0f}s ===")
+            blocked = sum(stack.component_log(name).count("blocked for") for name in triggerers(stack))
+        if stack.postgres is not None:  # the bench's database is thrown away with its tmp dir
+            stack.postgres.remove()
+        where = "HA stack: 2 triggerers, CeleryExecutor, PostgreSQL" if ha else "one triggerer, LocalExecutor"
+        print(f"\n=== triggerer load: N={n} per group, {where}, hold {hold:.0f}s ===")
         print(f"{'group':<9} {'ok':>5} {'failed':>7} {'req/job-hour':>13} {'latency p50':>12} {'p99':>8}")
         for group in GROUPS:
             mine = [ti for ti in tis if ti["task_id"] == group]
@@ -225,6 +286,11 @@ def run(n: int, hold: float) -> None:
                 f"{_percentile(latencies, 0.99):7.2f}s"
             )
         print(f"triggerer 'blocked' warnings during the run: {blocked}")
+        for name in sampler.names:
+            print(
+                f"{name}: CPU {sampler.cpu[name]:.1f}s over the run, peak RSS "
+                f"{sampler.peak_rss[name] / 2**20:.0f} MiB (its process tree)"
+            )
         print(
             f"waiting window {finished_at - deferred_at:.0f}s; requests in it: ours "
             f"{after['ours'] - before['ours']}, cncf {after['cncf'] - before['cncf']}"
@@ -242,9 +308,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, nargs="+", default=[100])
     parser.add_argument("--hold", type=float, default=90.0)
+    parser.add_argument("--single", action="store_true", help="one triggerer, LocalExecutor, SQLite")
     args = parser.parse_args()
+    print(f"load average before: {os.getloadavg()} on {os.cpu_count()} cores", flush=True)
     for n in args.n:
-        run(n, args.hold)
+        run(n, args.hold, ha=not args.single)
+        print(f"load average after N={n}: {os.getloadavg()}", flush=True)
 
 
 if __name__ == "__main__":

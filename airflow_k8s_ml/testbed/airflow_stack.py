@@ -10,6 +10,12 @@ fault tests inject failures.
 
 Stopping takes the whole process trees: the LocalExecutor's workers and their task processes, the
 triggerer's runner subprocess, the API server's workers. Nothing is left running and no port is held.
+
+``ha=True`` is Airflow as a team runs it past one machine: PostgreSQL and Redis of their own
+(:mod:`.backing_services`), the CeleryExecutor with two Celery workers, two schedulers, two triggerers, the
+dag-processor and the API server, all on loopback and all started and stopped as one. Instances of one
+component are named ``scheduler-1``, ``scheduler-2``...; each can be killed on its own. The triggerers'
+heartbeat and health-check threshold are short, so a dead triggerer's triggers move within seconds.
 """
 
 from __future__ import annotations
@@ -27,16 +33,38 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
 from airflow_k8s_ml.testbed.airflow_rest import AirflowRest
 
-__all__ = ["COMPONENTS", "AirflowStack", "StackSettings", "free_port", "kill_tree", "port_is_free"]
+if TYPE_CHECKING:
+    from airflow_k8s_ml.testbed.backing_services import PostgresServer, RedisServer
+
+__all__ = [
+    "COMPONENTS",
+    "HA_COMPONENTS",
+    "AirflowStack",
+    "StackSettings",
+    "command",
+    "free_port",
+    "kill_tree",
+    "port_is_free",
+]
 
 COMPONENTS = ("api-server", "scheduler", "dag-processor", "triggerer")
-#: The scheduler (its LocalExecutor) and the triggerer would each start a log server on a fixed port
-#: (8793, 8794) bound to every interface. On one machine the API server reads the task logs from the
-#: files directly, so they are not started: nothing listens beyond 127.0.0.1 and two stacks never clash.
+HA_COMPONENTS = (
+    "api-server",
+    "dag-processor",
+    "scheduler-1",
+    "scheduler-2",
+    "triggerer-1",
+    "triggerer-2",
+    "worker-1",
+    "worker-2",
+)
+#: The scheduler (its LocalExecutor), the triggerer and a Celery worker would each start a log server on a
+#: fixed port (8793, 8794) bound to every interface. On one machine the API server reads the task logs from
+#: the files directly, so they are not started: nothing listens beyond 127.0.0.1 and two stacks never clash.
 COMMAND_ARGS = {"scheduler": ["--skip-serve-logs"], "triggerer": ["--skip-serve-logs"]}
 ADMIN = "admin"
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
@@ -107,7 +135,29 @@ class StackSettings:
     port: int = 0
     parallelism: int = 16
     low_latency: bool = True
-    components: tuple[str, ...] = COMPONENTS
+    components: tuple[str, ...] | None = None  # default: COMPONENTS, or HA_COMPONENTS with ``ha``
+    ha: bool = False
+    worker_concurrency: int = 16  # task slots per Celery worker (``ha``)
+
+    @property
+    def fleet(self) -> tuple[str, ...]:
+        return self.components or (HA_COMPONENTS if self.ha else COMPONENTS)
+
+
+def command(name: str, settings: StackSettings) -> list[str]:
+    """The ``airflow`` arguments of a component instance: ``triggerer-2`` runs ``airflow triggerer``."""
+    kind = name.rsplit("-", 1)[0] if name.rsplit("-", 1)[-1].isdigit() else name
+    if kind == "worker":
+        return [
+            "celery",
+            "worker",
+            "--celery-hostname",
+            f"{name}@%h",
+            "--concurrency",
+            str(settings.worker_concurrency),
+            "--skip-serve-logs",
+        ]
+    return [kind, *COMMAND_ARGS.get(kind, [])]
 
 
 class AirflowStack:
@@ -123,6 +173,8 @@ class AirflowStack:
         self.sessions: set[int] = set()  # every component leads a session of its own
         self._logs: dict[str, IO[bytes]] = {}
         self.rest = AirflowRest(self.url, ADMIN, self.password)
+        self.postgres: PostgresServer | None = None
+        self.redis: RedisServer | None = None
 
     # -- configuration ----------------------------------------------------------------------------------
     @property
@@ -189,6 +241,34 @@ class AirflowStack:
         env.update(self.settings.env)
         return env
 
+    def _ha_environment(self) -> dict[str, str]:
+        """PostgreSQL, Celery on Redis, and health checks short enough to see a dead component in seconds."""
+        assert self.postgres is not None and self.redis is not None
+        return {
+            "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": self.postgres.url,
+            "AIRFLOW__CORE__EXECUTOR": "CeleryExecutor",
+            "AIRFLOW__CELERY__BROKER_URL": self.redis.url,
+            "AIRFLOW__CELERY__RESULT_BACKEND": "db+" + self.postgres.url,
+            "AIRFLOW__CELERY__WORKER_CONCURRENCY": str(self.settings.worker_concurrency),
+            # a dead triggerer's triggers go to the other once its heartbeat is this old (default 30). Not
+            # lower: at a load average of 40 on 2 cores heartbeats came 6-7 s late, and a live triggerer
+            # whose triggers are taken runs them beside the new owner until it notices.
+            "AIRFLOW__TRIGGERER__JOB_HEARTBEAT_SEC": "1",
+            "AIRFLOW__TRIGGERER__TRIGGERER_HEALTH_CHECK_THRESHOLD": "15",
+            # a dead scheduler's queued task instances are adopted by the other. The threshold stays at
+            # Airflow's 30 s: at 5 s, schedulers whose heartbeats came 6-7 s late under load reset each
+            # other's running tasks as orphans (every task of a run failed its first try).
+            "AIRFLOW__SCHEDULER__SCHEDULER_HEARTBEAT_SEC": "1",
+            "AIRFLOW__SCHEDULER__ORPHANED_TASKS_CHECK_INTERVAL": "5",
+            # a task whose Celery worker died stops heartbeating: failed (and retried) after this long (300 by
+            # default; 30 failed live tasks whose supervisors starved at a load average of 30 on 2 cores)
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT": "60",
+            "AIRFLOW__SCHEDULER__TASK_INSTANCE_HEARTBEAT_TIMEOUT_DETECTION_INTERVAL": "2",
+            # a task's calls to the execution API (default 5 s, 5 retries): eight tasks starting at once on
+            # a loaded 2-core machine failed their first try there (ReadTimeout), before any of our code ran
+            "AIRFLOW__WORKERS__EXECUTION_API_TIMEOUT": "60",
+        }
+
     # -- lifecycle --------------------------------------------------------------------------------------
     def migrate(self) -> None:
         result = subprocess.run(
@@ -203,7 +283,7 @@ class AirflowStack:
         log = (log_dir / f"{name}.log").open("ab")
         self._logs[name] = log
         proc = subprocess.Popen(
-            [AIRFLOW, name, *COMMAND_ARGS.get(name, [])],
+            [AIRFLOW, *command(name, self.settings)],
             env=self.env,
             stdout=log,
             stderr=subprocess.STDOUT,
@@ -222,11 +302,23 @@ class AirflowStack:
         self._logs.pop(name).close()
 
     def start(self, timeout: float = 180.0) -> AirflowStack:
+        if self.settings.ha:
+            self._start_backends()
         self.migrate()
-        for name in self.settings.components:
+        for name in self.settings.fleet:
             self.start_component(name)
         self.wait_healthy(timeout)
         return self
+
+    def _start_backends(self) -> None:
+        from airflow_k8s_ml.testbed.backing_services import PostgresServer, RedisServer, missing_backends
+
+        why = missing_backends()
+        if why:
+            raise RuntimeError(f"the HA stack needs {why}")
+        self.postgres = PostgresServer(self.home).start()
+        self.redis = RedisServer(self.home).start()
+        self.env.update(self._ha_environment())
 
     def wait_healthy(self, timeout: float = 180.0) -> None:
         deadline = time.monotonic() + timeout
@@ -256,6 +348,9 @@ class AirflowStack:
             log.close()
         self._logs.clear()
         self.rest.close()
+        for backend in (self.redis, self.postgres):  # after Airflow: nothing is left to reconnect
+            if backend is not None:
+                backend.stop()
 
     def leftovers(self) -> list[str]:
         """Processes still running in a session a component led (task and log processes included).

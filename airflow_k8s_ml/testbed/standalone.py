@@ -2,7 +2,9 @@
 
 Starts the local cluster and the local S3 endpoint in this process, creates the namespace and the S3
 Secret, seeds the base model and input batches, then Airflow's api-server, scheduler, dag-processor and
-triggerer (:mod:`.airflow_stack`) with the connections pointing at them. It prints the UI's URL and the
+triggerer (:mod:`.airflow_stack`) with the connections pointing at them; with ``--ha``, Airflow as a team
+runs it in production: PostgreSQL, Redis, the CeleryExecutor with two workers, two schedulers and two
+triggerers. It prints the UI's URL and the
 login on every start (the password is kept, mode 0600, in the Airflow home), and stops every process tree
 it started on Ctrl-C or SIGTERM. The same pieces as ``make demo``; docs/real-cluster.md shows them one by
 one for people who want to run them by hand.
@@ -29,6 +31,7 @@ def _interrupt(signum: int, frame: object) -> None:
 
 
 def banner(stack: AirflowStack, services: demo.Services) -> str:
+    ha = int(stack.settings.ha)
     return "\n".join(
         [
             "",
@@ -38,19 +41,27 @@ def banner(stack: AirflowStack, services: demo.Services) -> str:
             f"  kubectl         export KUBECONFIG={services.kubeconfig}",
             f"  S3 endpoint     {services.s3_endpoint} (bucket {demo.BUCKET})",
             f"  logs            {stack.home / 'logs'}",
+            *([f"  executor        CeleryExecutor on Redis, PostgreSQL: {', '.join(stack.procs)}"] * ha),
             "  stop            Ctrl-C",
             "",
         ]
     )
 
 
-def main(home: Path, port: int, dags_folder: Path | None = None) -> int:
+def main(home: Path, port: int, dags_folder: Path | None = None, *, ha: bool = False) -> int:
     from airflow_k8s_ml.testbed.airflow_stack import AirflowStack, StackSettings, port_is_free
 
     home = home.expanduser().resolve()
     if port and not port_is_free(port):
         print(f"standalone: port {port} on 127.0.0.1 is in use; pick another with --port", file=sys.stderr)
         return 2
+    if ha:
+        from airflow_k8s_ml.testbed.backing_services import missing_backends
+
+        why = missing_backends()
+        if why:
+            print(f"standalone --ha: needs {why}", file=sys.stderr)
+            return 2
     signal.signal(signal.SIGTERM, _interrupt)
     try:
         print(f"standalone: starting the local cluster and the local S3 endpoint (state in {home})")
@@ -65,12 +76,11 @@ def main(home: Path, port: int, dags_folder: Path | None = None) -> int:
                 dags_folder=(dags_folder or demo.REPO_ROOT / "dags").resolve(),
                 env=demo.connections(services),
                 port=port,
+                ha=ha,
             )
             stack = AirflowStack(settings)
-            print(
-                f"standalone: starting Airflow (api-server, scheduler, dag-processor, triggerer) "
-                f"on {stack.url}"
-            )
+            backends = "PostgreSQL, Redis, " if ha else ""
+            print(f"standalone: starting Airflow ({backends}{', '.join(settings.fleet)}) on {stack.url}")
             with stack:
                 print(banner(stack, services), flush=True)
                 while True:

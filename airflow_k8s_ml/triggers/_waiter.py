@@ -44,6 +44,7 @@ from airflow_k8s_ml.status.wait_report import (
 from airflow_k8s_ml.triggers.diagnostics import final_event, log_source, pod_report, pods_to_read
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
+from airflow_k8s_ml.triggers.log_ledger import logged_cursor
 from airflow_k8s_ml.triggers.logs import LogRelay, stream_keys
 
 if TYPE_CHECKING:
@@ -71,6 +72,8 @@ class WaitSpec:
     log_cursor: dict[str, Any] | None = None
     try_number: int | None = None
     poll_interval: float = 30.0
+    #: The deferred task instance (set by the triggerer): its trigger log files tell how far the relay got.
+    task_instance: Any = None
 
 
 @dataclass
@@ -363,17 +366,26 @@ class Waiter:
         return [pod for pod in self.pods_sub.objects().values() if owned_by(pod, uid)]
 
     def _start_relay(self, obj: Mapping[str, Any]) -> None:
-        """The log relay, resuming after the furthest of the kwargs' cursor and the one a previous trigger
-        of this try persisted on the workload (read from the watch cache: no request)."""
+        """The log relay, resuming after the last line the try's task log holds (:mod:`.log_ledger`), or,
+        where that log cannot be read here, after the cursor a previous trigger of this try persisted on the
+        workload (read from the watch cache: no request); the kwargs' cursor when it is further."""
         spec = self.spec
-        persisted = read_cursor(obj, spec.try_number)
-        if persisted:
-            self.log.info("resuming the log relay after the last line relayed for try %s", spec.try_number)
+        logged = logged_cursor(spec.task_instance) if spec.try_number is not None else None
+        if logged is not None:
+            start = logged
+            if logged:
+                self.log.info("resuming the log relay after the last line in the task log of this try")
+        else:
+            start = read_cursor(obj, spec.try_number)
+            if start:
+                self.log.info(
+                    "resuming the log relay after the last line relayed for try %s", spec.try_number
+                )
         relay = LogRelay(
             self.kube,
             self.target.namespace,
             self.log,
-            cursor=merge_cursors(spec.log_cursor, persisted),
+            cursor=merge_cursors(spec.log_cursor, start),
             max_line=self.timings.max_line,
             lines_per_second=self.timings.lines_per_second,
         )

@@ -15,10 +15,12 @@ annotation; at most one patch in flight, and at most one per ``min_interval`` (a
 into one write; a line after a quiet spell is written at once). A silent workload costs no request. On a
 clean exit (the final event, a triggerer's graceful stop) the last cursor is flushed.
 
-The remaining window, stated honestly: lines relayed after the last completed write and before a kill -9
+The window of the cursor alone: lines relayed after the last completed write and before a kill -9
 are relayed again by the next trigger (at most the lines of one ``min_interval``, usually those of one
 round trip); and a line the triggerer's runner handed to its supervisor but the supervisor never wrote
-before dying is lost. Both need the kill to land within milliseconds of a line (or inside a burst).
+before dying is lost. Both need the kill to land within milliseconds of a line (or inside a burst). Where
+the try's trigger log files can be read, :mod:`.log_ledger` closes that window: the next trigger resumes
+after the last line the log holds, and the cursor is only the fallback.
 
 Pure parts (:func:`read_cursor`, :func:`encode_cursor`, :func:`merge_cursors`) are unit-tested.
 """

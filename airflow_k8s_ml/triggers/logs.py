@@ -38,14 +38,17 @@ import time
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from airflow_k8s_ml.kube.errors import ApiError
 from airflow_k8s_ml.kube.requests import log_request
 from airflow_k8s_ml.kube.resources import replica_name
 from airflow_k8s_ml.triggers.log_lines import LineBudget, LineSplitter, cut_line
 
-__all__ = ["LineFilter", "LogRelay", "advance", "split_timestamp", "timestamp_key"]
+if TYPE_CHECKING:
+    from collections.abc import Iterator
+
+__all__ = ["STAMP_FIELD", "LineFilter", "LogRelay", "advance", "split_timestamp", "stamped", "timestamp_key"]
 
 Cursor = dict[str, Any]  # {"ts": "2024-05-01T12:00:00.123456789Z", "n": 2}
 MAX_LINE = 500
@@ -56,6 +59,23 @@ LINES_PER_SECOND = 200.0
 BURST_SECONDS = 10.0
 #: Lines left out over the pace are said at most this often per pod (seconds).
 SAY_SKIPPED_EVERY = 1.0
+
+
+#: The structured field each relayed line carries (read back by :mod:`.log_ledger`).
+STAMP_FIELD = "pod_log_ts"
+
+
+@contextlib.contextmanager
+def stamped(stamp: str) -> Iterator[None]:
+    """Log calls inside carry ``STAMP_FIELD=stamp``, through structlog's context variables, which Airflow's
+    triggerer merges into every event it writes to the trigger log file (nothing without a stamp)."""
+    if not stamp:
+        yield
+        return
+    from structlog.contextvars import bound_contextvars  # Airflow's logging; loaded by the triggerer
+
+    with bound_contextvars(**{STAMP_FIELD: stamp}):
+        yield
 
 
 def split_timestamp(line: str) -> tuple[str, str]:
@@ -361,7 +381,8 @@ class LogRelay:
         text = cut_line(text, cut, self.max_line)
         self.tails.setdefault(key, deque(maxlen=self.keep_lines)).append(text)  # a failure's last lines
         if self._budget.take(now):
-            self.log.info("[%s] %s", key, text)
+            with stamped(stamp):  # the log's own record of how far the relay got (.log_ledger)
+                self.log.info("[%s] %s", key, text)
         else:
             self.over_pace[key] = self.over_pace.get(key, 0) + 1
         if self.over_pace.get(key) and now - self._said_at.get(key, 0.0) >= SAY_SKIPPED_EVERY:

@@ -180,6 +180,7 @@ class WorkloadTrigger(BaseTrigger):
             log_cursor=self.log_cursor,
             try_number=self.try_number,
             poll_interval=self.poll_interval,
+            task_instance=getattr(self, "task_instance", None),
         )
         return spec
 

@@ -159,19 +159,40 @@ async def test_an_unreachable_api_server_fails_the_wait_after_the_configured_tim
     assert waited >= 1.5
 
 
-#: One long burst: a line every 10 ms, no quiet spell for a kill to hide in.
-BURST_LINES = 1400
+#: One long burst: a line every 10 ms, no quiet spell for a kill to hide in; long enough for three kills
+#: on a loaded machine (at 1400 lines the burst once ended before the third kill at a load average of 20).
+BURST_LINES = 2400
 BURST = f"import time\nfor i in range({BURST_LINES}):\n    print(f'line {{i}}', flush=True); time.sleep(0.01)"
 #: Each killed trigger relays at least this long first, so a cursor flushed late (or only at a clean exit)
 #: repeats lines older than ``REPEAT_WINDOW`` and fails the test.
 RELAY_BEFORE_KILL = REPEAT_WINDOW + 0.5
 
 TRIGGERER = """
-import asyncio, json, sys
+import asyncio, json, os, sys, types
+import structlog
 from airflow_k8s_ml.triggers.workload import WorkloadTrigger
+
+class TriggerLogFile:
+    # As Airflow 3's triggerer keeps a trigger's log: one JSON event a line (the log context variables
+    # merged in), written and flushed as it comes, in <task log>.trigger.<triggerer job id>.log. A structlog
+    # processor just before the console renderer: the console output the test reads is unchanged.
+    def __init__(self, path):
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        self.fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    def __call__(self, logger, method, event_dict):
+        os.write(self.fd, json.dumps(event_dict, default=str).encode() + b"\\n")
+        return event_dict
 
 async def main():
     trigger = WorkloadTrigger(**json.loads(sys.argv[1]))
+    if len(sys.argv) > 2:  # a task instance whose trigger log files live under the base log folder
+        ti = json.loads(sys.argv[2])
+        trigger.task_instance = types.SimpleNamespace(**ti)
+        base = os.environ["AIRFLOW__LOGGING__BASE_LOG_FOLDER"]
+        path = f"{base}/dag_id={ti['dag_id']}/run_id={ti['run_id']}/task_id={ti['task_id']}/attempt=1.log"
+        processors = structlog.get_config()["processors"]
+        tee = TriggerLogFile(f"{path}.trigger.{sys.argv[3]}.log")
+        structlog.configure(processors=[*processors[:-1], tee, processors[-1]])
     async for event in trigger.run():
         print("EVENT", event.payload["outcome"], flush=True)
 
@@ -184,11 +205,15 @@ asyncio.run(main())
 class Triggerer:
     """A fresh interpreter running one WorkloadTrigger; its output lines stamped as they arrive."""
 
-    def __init__(self, kwargs: dict[str, object]) -> None:
+    def __init__(self, kwargs: dict[str, object], log_folder: Path | None = None, job: int = 0) -> None:
+        ti = {"dag_id": "d", "run_id": "r", "task_id": "t", "map_index": -1, "try_number": 1}
+        ledger = [json.dumps(ti), str(job)] if log_folder is not None else []
+        folder = {"AIRFLOW__LOGGING__BASE_LOG_FOLDER": str(log_folder)} if log_folder is not None else {}
         self.process = subprocess.Popen(
-            [sys.executable, "-c", TRIGGERER, json.dumps(kwargs)],
+            [sys.executable, "-c", TRIGGERER, json.dumps(kwargs), *ledger],
             cwd=Path(__file__).resolve().parents[2],
-            env={**os.environ, "PYTHONUNBUFFERED": "1"},  # each relayed line reaches us as it is logged
+            # each relayed line reaches us as it is logged
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **folder},
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
@@ -241,25 +266,30 @@ class Triggerer:
 LINE = re.compile(r"\[\w+-\w{5}\] line (\d+)")
 
 
+@pytest.mark.parametrize("task_log", [False, True], ids=["cursor-only", "task-log-ledger"])
 def test_kill_9s_mid_burst_lose_nothing_and_repeat_only_the_documented_window(
-    client: KubeClient, namespace: str
+    client: KubeClient, namespace: str, tmp_path: Path, task_log: bool
 ) -> None:
     """Three triggers killed -9 in the middle of a burst (a line every 10 ms), each at a seeded moment with
-    no regard for the cursor, then a fourth runs to the end: every line is relayed, and what a kill repeats
-    is only a tail of what the killed trigger relayed in the last ``REPEAT_WINDOW`` seconds."""
+    no regard for the cursor, then a fourth runs to the end: every line is relayed. Where the try's trigger
+    log files can be read (``task_log``, as in Airflow's triggerer), no line is relayed twice; with the
+    persisted cursor alone, what a kill repeats is only a tail of what the killed trigger relayed in the last
+    ``REPEAT_WINDOW`` seconds."""
     moments = random.Random(int(os.environ.get("KILL_SEED", "28")))
-    obj = client.create(job("burst", BURST, suspend=True))  # starts once the first trigger watches it
+    name = "burstlog" if task_log else "burst"  # one word: LINE reads the pod's prefix as <job>-<5 chars>
+    obj = client.create(job(name, BURST, suspend=True))  # starts once the first trigger watches it
     kwargs = {
         "kind": "Job",
-        "name": "burst",
+        "name": name,
         "namespace": namespace,
         "uid": obj["metadata"]["uid"],
         "task_started_at": time.time(),
         "try_number": 1,
     }
     watchers = metric(client, "apiserver_registered_watchers")
-    # all four start now (a fresh interpreter importing Airflow takes seconds): each runs at once when told
-    waiting = [Triggerer(kwargs) for _ in range(4)]
+    # all four start now (a fresh interpreter importing Airflow takes seconds): each runs at once when told;
+    # each a triggerer job of its own (its own trigger log file)
+    waiting = [Triggerer(kwargs, tmp_path / "logs" if task_log else None, job=k) for k in range(4)]
     triggerers = [waiting.pop(0)]
     kills: list[float] = []
     try:
@@ -270,7 +300,7 @@ def test_kill_9s_mid_burst_lose_nothing_and_repeat_only_the_documented_window(
         while metric(client, "apiserver_registered_watchers") < watchers + 1:
             assert time.monotonic() < deadline, "the first trigger never opened its watch"
             time.sleep(0.05)
-        client.patch("batch/v1", "Job", "burst", namespace, {"spec": {"suspend": False}})
+        client.patch("batch/v1", "Job", name, namespace, {"spec": {"suspend": False}})
         for _ in range(3):
             current = triggerers[-1]
             successor = waiting.pop(0)
@@ -306,6 +336,10 @@ def test_kill_9s_mid_burst_lose_nothing_and_repeat_only_the_documented_window(
     assert set(everything) == set(range(BURST_LINES)), (
         f"lost: {sorted(set(range(BURST_LINES)) - set(everything))}"
     )
+    if task_log:
+        doubled = sorted(n for n, count in everything.items() if count > 1)
+        assert not doubled, f"{len(doubled)} lines relayed twice across the kills: {doubled[:20]}"
+        return
     for k, killed in enumerate(kills):
         problems = beyond_the_bound(killed, relayed[k], relayed[k + 1], expected=())  # losses: above
         assert not problems, f"kill {k + 1}: " + "; ".join(problems)

@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 import subprocess
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -81,18 +82,23 @@ class Production:
         return [str(e.get("event", "")) for e in entries]
 
 
-@pytest.fixture(scope="session")
-def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]:
-    root = tmp_path_factory.mktemp("production")
+#: The DAGs of every production-tier stack: the shipped nightly DAG, the fault DAGs of tests/production/dags.
+DAG_FILES = {
+    "nightly_finetune.py": REPO / "dags" / "nightly_finetune.py",
+    **{name: TEST_DAGS / name for name in ("fault_training.py", "hostile_logs.py", "tf_training.py")},
+    **{name: TEST_DAGS / name for name in ("stuck_pods.py", "fleet_training.py", "hostile_checkpoints.py")},
+    "canary_serving.py": TEST_DAGS / "canary_serving.py",
+}
+
+
+@contextmanager
+def production_stack(root: Path, dag_ids: tuple[str, ...], **settings: Any) -> Iterator[Production]:
+    """The embedded cluster and S3, seeded, under an Airflow stack of ``settings`` (``ha=True``: PostgreSQL,
+    Celery, two schedulers and triggerers); ``dag_ids`` parsed and unpaused. Stops every tree it started."""
     dags = root / "dags"
     dags.mkdir()
-    (dags / "nightly_finetune.py").symlink_to(REPO / "dags" / "nightly_finetune.py")
-    (dags / "fault_training.py").symlink_to(TEST_DAGS / "fault_training.py")
-    (dags / "hostile_logs.py").symlink_to(TEST_DAGS / "hostile_logs.py")
-    (dags / "tf_training.py").symlink_to(TEST_DAGS / "tf_training.py")
-    (dags / "stuck_pods.py").symlink_to(TEST_DAGS / "stuck_pods.py")
-    (dags / "hostile_checkpoints.py").symlink_to(TEST_DAGS / "hostile_checkpoints.py")
-    (dags / "canary_serving.py").symlink_to(TEST_DAGS / "canary_serving.py")
+    for name, source in DAG_FILES.items():
+        (dags / name).symlink_to(source)
     from kubernetes import config
 
     from airflow_k8s_ml.testbed.local_cluster.settings import ImageRule
@@ -103,30 +109,42 @@ def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]
         services.cluster.cluster.settings.images.insert(0, ImageRule("unpullable.example/*", allow=False))
         demo.prepare_cluster(services)
         demo.seed(services, root / "seed.log")
-        settings = StackSettings(home=root / "airflow-home", dags_folder=dags, env=demo.connections(services))
-        with AirflowStack(settings) as stack:
+        stack_settings = StackSettings(
+            home=root / "airflow-home", dags_folder=dags, env=demo.connections(services), **settings
+        )
+        with AirflowStack(stack_settings) as stack:
             api = config.new_client_from_config(config_file=str(services.kubeconfig))
             try:
-                dag_ids = (
-                    "nightly_finetune",
-                    "short_training",
-                    "burst_training",
-                    "slow_defer_training",
-                    "hostile_logs",
-                    "tf_training",
-                    "hostile_checkpoints",
-                    "canary_serving",
-                    "canary_rollback",
-                )
-                for dag_id in (*dag_ids, "stuck_unschedulable", "stuck_image_pull"):
+                for dag_id in dag_ids:
                     stack.rest.wait_dag(dag_id)
                     stack.rest.set_paused(dag_id, False)
                 yield Production(stack, services, api)
             finally:
                 api.close()
+    if stack.postgres is not None:  # its data directory lives outside the tmp home when run as root
+        stack.postgres.remove()
     # Nothing the tier started may outlive it: no process of this Airflow home, no port held.
     assert port_is_free(stack.port), f"port {stack.port} still held after stop"
     assert stack.leftovers() == []
+
+
+@pytest.fixture(scope="session")
+def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]:
+    dag_ids = (
+        "nightly_finetune",
+        "short_training",
+        "burst_training",
+        "slow_defer_training",
+        "hostile_logs",
+        "tf_training",
+        "hostile_checkpoints",
+        "canary_serving",
+        "canary_rollback",
+        "stuck_unschedulable",
+        "stuck_image_pull",
+    )
+    with production_stack(tmp_path_factory.mktemp("production"), dag_ids) as production:
+        yield production
 
 
 def epoch_lines(lines: list[str]) -> list[str]:

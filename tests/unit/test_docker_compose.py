@@ -57,3 +57,19 @@ def test_rbac_manifest_is_minimal_and_namespaced() -> None:
     assert kinds == ["ServiceAccount", "Role", "RoleBinding"]
     verbs = {v for rule in docs[1]["rules"] for v in rule["verbs"]}
     assert "*" not in verbs and "escalate" not in verbs and "bind" not in verbs
+
+
+def test_the_scaled_setup_celery_on_redis_two_schedulers_triggerers_and_workers() -> None:
+    """As issue 25 asks of the compose stack: CeleryExecutor on Redis, two triggerers, a shared logs volume
+    (the API server reads trigger logs from it; a trigger resuming on the other triggerer reads it too)."""
+    env = COMPOSE["x-airflow-common"]["environment"]
+    assert env["AIRFLOW__CORE__EXECUTOR"] == "CeleryExecutor"
+    assert env["AIRFLOW__CELERY__BROKER_URL"].startswith("redis://redis:")
+    assert SERVICES["redis"]["image"].startswith("redis:")
+    for name in ("airflow-scheduler", "airflow-triggerer", "airflow-worker"):
+        assert SERVICES[name]["deploy"]["replicas"] == 2, name
+    assert SERVICES["airflow-worker"]["command"] == "celery worker"
+    airflow = [n for n, s in SERVICES.items() if str(s.get("image", "")).startswith("apache/airflow")]
+    for name in set(airflow) - {"bootstrap"}:
+        assert "airflow-logs:/opt/airflow/logs" in SERVICES[name]["volumes"], name
+        assert SERVICES[name]["depends_on"]["redis"]["condition"] == "service_healthy", name

@@ -3,9 +3,10 @@
 ``short_training`` prints ``epoch=K/N`` once a second (the lines the tests count in the task log).
 ``burst_training`` prints ``step=K/N`` every 20 ms with no pause, so a kill of the triggerer lands inside a
 burst whenever it comes (the relay's cursor is written at most once a second).
-``slow_defer_training`` is the same task with a pause between creating the Job and deferring, on its
-first try only, so a test can kill the task process in exactly that window (a worker dying there is the
-case adoption must handle); the pause is announced in the task log.
+``slow_defer_training`` (and ``slow_defer_long_training``, slower epochs) is the same task with a pause
+between creating the Job and deferring, on its first try only, so a test can kill the task process in
+exactly that window (a worker dying there is the case adoption must handle); the pause is announced in the
+task log.
 """
 
 from __future__ import annotations
@@ -61,6 +62,9 @@ class SlowDeferJobOperator(FineTuneJobOperator):
 for dag_id, operator, pace in (
     ("short_training", FineTuneJobOperator, "1.0"),
     ("slow_defer_training", SlowDeferJobOperator, "0.3"),
+    # for a Celery worker's death, noticed only when the task's heartbeat times out (60 s in the HA stack):
+    # a training long enough (~135 s) to still run when the retry comes
+    ("slow_defer_long_training", SlowDeferJobOperator, "8.0"),
 ):
     with DAG(dag_id, schedule=None, max_active_runs=4, tags=["test"]):
         operator(task_id="train", args=[pace], **COMMON)
