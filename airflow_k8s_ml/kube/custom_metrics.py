@@ -46,7 +46,8 @@ def pods_metric(namespace: str, metric: str, selector: Mapping[str, str]) -> Pla
 
 
 def counters(namespace: str, selector: Mapping[str, str]) -> Plan[dict[str, dict[str, float]]]:
-    """Both counters the canary is judged on: ``{"requests": {pod: v}, "errors": {pod: v}}``."""
-    requests = yield from pods_metric(namespace, REQUESTS_METRIC, selector)
+    """Both counters the canary is judged on: ``{"requests": {pod: v}, "errors": {pod: v}}``. Two reads, so
+    errors first: the requests read a moment later include every error read (an error is a request too)."""
     errors = yield from pods_metric(namespace, ERRORS_METRIC, selector)
+    requests = yield from pods_metric(namespace, REQUESTS_METRIC, selector)
     return {"requests": requests, "errors": errors}

@@ -119,10 +119,14 @@ def _increase(before: Mapping[str, float], now: Mapping[str, float]) -> Decimal:
 def window_counts(
     baseline: Mapping[str, Mapping[str, float]], now: Mapping[str, Mapping[str, float]]
 ) -> Counts:
-    """The window's counts from two reads of both counters (``{"requests": {pod: v}, "errors": {...}}``)."""
+    """The window's counts from two reads of both counters (``{"requests": {pod: v}, "errors": {...}}``).
+
+    The two counters are read one after the other, so errors made between the reads at the window's start
+    can be in the errors' increase but not the requests'; the errors are capped at the requests (found on a
+    loaded machine: "3 errors in 2 requests")."""
     requests = _increase(baseline.get("requests") or {}, now.get("requests") or {})
     errors = _increase(baseline.get("errors") or {}, now.get("errors") or {})
-    return Counts(int(requests), int(errors), len(now.get("requests") or {}))
+    return Counts(int(requests), int(min(errors, requests)), len(now.get("requests") or {}))
 
 
 @dataclass(frozen=True, slots=True)

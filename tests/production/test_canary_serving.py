@@ -108,7 +108,8 @@ def _run(production: Production, dag_id: str, conf: dict[str, Any]) -> tuple[dic
     run_id = production.rest.trigger(dag_id, conf)
     run = production.rest.wait_run(dag_id, run_id, timeout=RUN_TIMEOUT)
     ti = production.rest.task_instance(dag_id, run_id, "deploy")
-    return run, production.log_lines(dag_id, run_id, "deploy", ti["try_number"]), run_id
+    tries = range(1, int(ti["try_number"]) + 1)  # every try's log: a retry follows what the first left
+    return run, [line for n in tries for line in production.log_lines(dag_id, run_id, "deploy", n)], run_id
 
 
 def _stable(production: Production) -> Any:

@@ -81,6 +81,11 @@ def test_window_counts_are_counter_increases_with_resets_and_new_pods_from_zero(
     now = {"requests": {"a": 130, "b": 5, "c": 7}, "errors": {"a": 3, "b": 1, "c": 0}}
     # a: +30 requests +1 error; b restarted: 5 and 1 from zero; c is new: 7 and 0
     assert window_counts(baseline, now) == Counts(requests=42, errors=2, pods=3)
+    # errors made between the two reads at the start: never more errors than requests
+    skewed = window_counts(
+        {"requests": {"a": 10}, "errors": {"a": 0}}, {"requests": {"a": 12}, "errors": {"a": 3}}
+    )
+    assert skewed == Counts(requests=2, errors=2, pods=1)
 
 
 def test_the_verdict() -> None:
@@ -132,17 +137,17 @@ def test_the_metrics_plan_asks_the_custom_metrics_api_for_the_canary_pods() -> N
     from airflow_k8s_ml.kube.custom_metrics import counters
 
     plan = counters("ml", canary_selector("digits"))
-    first = next(plan)
+    first = next(plan)  # errors first: the requests read after them include every error read
     assert (first.method, first.path) == (
         "GET",
-        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ml/pods/*/http_requests_total",
+        "/apis/custom.metrics.k8s.io/v1beta2/namespaces/ml/pods/*/http_request_errors_total",
     )
     assert first.query == (("labelSelector", "airflow-k8s-ml/inference=digits,airflow-k8s-ml/canary=digits"),)
-    item = {"describedObject": {"name": "p"}, "value": "40"}
+    item = {"describedObject": {"name": "p"}, "value": "2"}
     second = plan.send({"items": [item]})
-    assert second.path.endswith("/pods/*/http_request_errors_total")
+    assert second.path.endswith("/pods/*/http_requests_total")
     with pytest.raises(StopIteration) as done:
-        plan.send({"items": [{**item, "value": "2"}]})
+        plan.send({"items": [{**item, "value": "40"}]})
     assert done.value.value == {"requests": {"p": 40.0}, "errors": {"p": 2.0}}
 
 
