@@ -1,14 +1,16 @@
-"""What a ``kill -9`` of a trigger may do to the relayed task log, as docs/waiting.md promises it today.
+"""What a ``kill -9`` of a trigger may do to the relayed task log where the cursor alone decides the resume
+point (the task log's trigger files cannot be read back: docs/waiting.md "Exactly once across a kill").
 
-One place for the bound, so every crash test (integration: a trigger process killed; production: the
-triggerer's whole process tree killed) asserts the same promise, and the day the window closes (exactly once
-across a crash) only this module tightens: ``REPEAT_WINDOW = 0`` and no loss.
+Where those files can be read (one machine, a shared log folder) the successor resumes after the last line
+the log really holds and every line is there exactly once: the production tier's triggerer kill and the
+ledger variant of the integration kill test assert that. This module is the weaker promise of the fallback,
+in one place for every crash test that exercises it.
 
 The promise: the successor trigger repeats at most the lines the killed one relayed after the start of its
 last completed cursor write - within ``MIN_INTERVAL`` plus a write's round trip (two when one was on the wire)
 before the kill, a contiguous tail of what it relayed - and loses none. Under a real triggerer a line its
-runner had handed to the supervisor that writes the log file, but the supervisor never wrote, is lost: that
-needs the kill to land within milliseconds of the line, so such a loss is bounded by the same window.
+runner had handed to the supervisor that writes the log file, but the supervisor never wrote, is lost (seen:
+150 lines at load ~30, the supervisor ~3 s behind): that is why the real triggerer uses the ledger.
 """
 
 from __future__ import annotations
