@@ -12,6 +12,7 @@ The tests run in order: each starts from the serving state the one before left (
 
 from __future__ import annotations
 
+import json
 import threading
 from collections import Counter
 from collections.abc import Iterator
@@ -132,13 +133,15 @@ def _canary_requests(production: Production) -> int:
             answer = production.api.call_api(
                 f"/apis/custom.metrics.k8s.io/v1beta2/namespaces/ml/pods/{pod}/http_requests_total",
                 "GET",
+                header_params={"Accept": "application/json"},
                 auth_settings=["BearerToken"],
-                response_type="object",
+                _preload_content=False,
                 _return_http_data_only=True,
+                _request_timeout=10,
             )
         except ApiException:  # a pod not running yet has no figure
             continue
-        total += int(sum(metric_values(answer).values()))
+        total += int(sum(metric_values(json.loads(answer.data)).values()))
     return total
 
 
