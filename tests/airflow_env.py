@@ -10,7 +10,12 @@ import subprocess
 import sys
 import tempfile
 import threading
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 AIRFLOW = str(Path(sys.executable).parent / "airflow")
 
@@ -69,3 +74,38 @@ def migrate(env: dict[str, str]) -> None:
 def dags_test(env: dict[str, str], dag_id: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
     return subprocess.run([AIRFLOW, "dags", "test", dag_id], env=env, capture_output=True, text=True,
                           timeout=timeout)
+
+
+#: How many ``airflow dags test`` runs :func:`dags_tests_at_once` keeps going together
+#: (``AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE``; 1 runs them one after another).
+AT_ONCE = int(os.environ.get("AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE", "3"))
+
+
+@contextmanager
+def dags_tests_at_once(
+    envs: Mapping[str, dict[str, str]], timeout: float = 300, at_once: int = AT_ONCE
+) -> Iterator[dict[str, Future[subprocess.CompletedProcess[str]]]]:
+    """``airflow dags test`` of each DAG id in its own environment (each an AIRFLOW_HOME of its own,
+    migrated here), ``at_once`` at a time, in the background; leaving waits for every run started.
+
+    Much of a DAG run against the local cluster is waiting (pods starting, the operators' polls), which
+    another DAG's run fills; separate homes keep the SQLite databases apart."""
+
+    def run(dag_id: str) -> subprocess.CompletedProcess[str]:
+        migrate(envs[dag_id])
+        return dags_test(envs[dag_id], dag_id, timeout=timeout)
+
+    with ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="dags-test") as pool:
+        yield {dag_id: pool.submit(run, dag_id) for dag_id in envs}
+
+
+def selected_params(request: pytest.FixtureRequest, test_name: str, param: str) -> list[str]:
+    """The values of ``param`` for which ``test_name`` of the requesting module is selected in this
+    session (so a module fixture runs only what ``-k`` or a node id kept)."""
+    return [
+        item.callspec.params[param]
+        for item in request.session.items
+        if isinstance(item, pytest.Function)
+        and item.module is request.module
+        and item.originalname == test_name
+    ]

@@ -2,16 +2,14 @@
 would run it: ``airflow dags test`` in a fresh AIRFLOW_HOME, the two connections set, the pods' Secret in
 the namespace, and for the serving examples a model URI and a batch of input in the bucket.
 
-Each example runs in an AIRFLOW_HOME of its own (a copy of one migrated database), so the module starts
-them side by side, :data:`CONCURRENT` at a time, as soon as its first test asks: much of an example's
-run is waiting (pods starting, the operator's polls) that another example's run can fill. Each test then
-reads its own example's outcome."""
+Each example runs in an AIRFLOW_HOME of its own, so the module starts them side by side
+(:func:`tests.airflow_env.dags_tests_at_once`) when its first test asks; each test reads its own
+example's outcome."""
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterator
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import Future
 from pathlib import Path
 from subprocess import CompletedProcess
 
@@ -21,12 +19,10 @@ from airflow_k8s_ml.testbed.demo import Services, connections, prepare_cluster
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
-from ..airflow_env import airflow_env, dags_test, migrate
+from ..airflow_env import airflow_env, dags_tests_at_once, selected_params
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags" / "examples"
 BUCKET = "examples"
-#: How many examples run at once (``AIRFLOW_K8S_ML_EXAMPLES_AT_ONCE``; 1 runs them one after another).
-CONCURRENT = int(os.environ.get("AIRFLOW_K8S_ML_EXAMPLES_AT_ONCE", "3"))
 
 #: What each example's task log must show, beyond the run's success: the behaviour it exists to show.
 EXPECTED = {
@@ -70,22 +66,12 @@ def example_runs(
 ) -> Iterator[dict[str, Future[CompletedProcess[str]]]]:
     """``airflow dags test`` of each selected example, each in a fresh AIRFLOW_HOME, started in the
     background (the module's teardown waits for every run it started)."""
-    selected = [
-        item.callspec.params["dag_id"]
-        for item in request.session.items
-        if item.module is request.module and getattr(item, "originalname", "") == "test_the_example_runs"
-    ]
     envs = {
         dag_id: airflow_env(tmp_path_factory.mktemp(dag_id), EXAMPLES, extra=connections(example_services))
-        for dag_id in selected
+        for dag_id in selected_params(request, "test_the_example_runs", "dag_id")
     }
-
-    def run(dag_id: str) -> CompletedProcess[str]:
-        migrate(envs[dag_id])
-        return dags_test(envs[dag_id], dag_id, timeout=600)
-
-    with ThreadPoolExecutor(max_workers=max(1, CONCURRENT), thread_name_prefix="example") as pool:
-        yield {dag_id: pool.submit(run, dag_id) for dag_id in selected}
+    with dags_tests_at_once(envs, timeout=600) as runs:
+        yield runs
 
 
 @pytest.mark.parametrize("dag_id", sorted(EXPECTED))
