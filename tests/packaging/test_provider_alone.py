@@ -14,6 +14,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import tomllib
 import venv
 from pathlib import Path
@@ -21,6 +22,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
+#: The fresh virtualenv's first build resolves against the package index (minutes on a loaded machine).
+FRESH_VENV_TIMEOUT = pytest.mark.timeout(1200)
 
 #: Imports every provider module (all but the test bed and the torch workloads), then prints what of the
 #: test bed or of its dependencies got loaded.
@@ -102,14 +105,17 @@ def _wheelhouse(pip: Path, source: Path) -> Path:
     house = cache / f"provider-wheels-{key}"
     if (house / ".complete").exists():
         return house
-    partial = cache / f"{house.name}.{os.getpid()}.partial"
-    shutil.rmtree(partial, ignore_errors=True)
-    build_requires = tomllib.loads(pyproject.decode())["build-system"]["requires"]
-    _checked(_pip(pip, "download", "-q", "-d", str(partial), str(source), *build_requires))
-    (partial / ".complete").touch()
+    cache.mkdir(parents=True, exist_ok=True)
+    partial = Path(tempfile.mkdtemp(prefix=f"{house.name}.partial-", dir=cache))
     try:
+        build_requires = tomllib.loads(pyproject.decode())["build-system"]["requires"]
+        _checked(_pip(pip, "download", "-q", "-d", str(partial), str(source), *build_requires))
+        (partial / ".complete").touch()
         partial.rename(house)
     except OSError:  # another session filled it meanwhile
+        if not (house / ".complete").exists():
+            raise
+    finally:
         shutil.rmtree(partial, ignore_errors=True)
     return house
 
@@ -142,6 +148,7 @@ def _run_in(env_dir: Path, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(args, capture_output=True, text=True, timeout=300, env=env, cwd=env_dir)
 
 
+@FRESH_VENV_TIMEOUT
 def test_the_provider_alone_imports_without_the_test_bed_or_its_extra(provider_only_venv: Path) -> None:
     out = _run_in(provider_only_venv, str(provider_only_venv / "bin" / "python"), "-c", IMPORT_THE_SURFACE)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -149,6 +156,7 @@ def test_the_provider_alone_imports_without_the_test_bed_or_its_extra(provider_o
     assert _last(out.stdout, "NOT INSTALLED") == "moto"
 
 
+@FRESH_VENV_TIMEOUT
 def test_the_cli_without_the_extra_names_it(provider_only_venv: Path) -> None:
     out = _run_in(provider_only_venv, str(provider_only_venv / "bin" / "airflow-k8s-ml"), "local", "up")
     assert out.returncode == 2, out.stdout + out.stderr
