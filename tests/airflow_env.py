@@ -77,8 +77,8 @@ def dags_test(env: dict[str, str], dag_id: str, timeout: float = 300) -> subproc
 
 
 #: How many ``airflow dags test`` runs :func:`dags_tests_at_once` keeps going together
-#: (``AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE``; 1 runs them one after another).
-AT_ONCE = int(os.environ.get("AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE", "3"))
+#: (``AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE``; 1 runs them one after another). Two, as CI has two cores.
+AT_ONCE = int(os.environ.get("AIRFLOW_K8S_ML_DAG_TESTS_AT_ONCE", "2"))
 
 
 @contextmanager
@@ -89,13 +89,16 @@ def dags_tests_at_once(
     migrated here), ``at_once`` at a time, in the background; leaving waits for every run started.
 
     Much of a DAG run against the local cluster is waiting (pods starting, the operators' polls), which
-    another DAG's run fills; separate homes keep the SQLite databases apart."""
+    another DAG's run fills; separate homes keep the SQLite databases apart. ``timeout`` bounds a run as
+    if it ran alone: on a machine whose CPU is already taken, runs side by side each take up to
+    ``at_once`` times longer, so each is given that much."""
+    at_once = max(1, at_once)
 
     def run(dag_id: str) -> subprocess.CompletedProcess[str]:
         migrate(envs[dag_id])
-        return dags_test(envs[dag_id], dag_id, timeout=timeout)
+        return dags_test(envs[dag_id], dag_id, timeout=timeout * at_once)
 
-    with ThreadPoolExecutor(max_workers=max(1, at_once), thread_name_prefix="dags-test") as pool:
+    with ThreadPoolExecutor(max_workers=at_once, thread_name_prefix="dags-test") as pool:
         yield {dag_id: pool.submit(run, dag_id) for dag_id in envs}
 
 
@@ -109,3 +112,9 @@ def selected_params(request: pytest.FixtureRequest, test_name: str, param: str) 
         and item.module is request.module
         and item.originalname == test_name
     ]
+
+
+def waited_for(timeout: float, runs: int) -> pytest.MarkDecorator:
+    """A pytest timeout for a test that waits on one of ``runs`` runs of :func:`dags_tests_at_once`, each
+    bounded by ``timeout``: its run may start only after the ones before it end."""
+    return pytest.mark.timeout(timeout * max(1, AT_ONCE) * -(-runs // max(1, AT_ONCE)) + 60)

@@ -13,9 +13,11 @@ import pytest
 
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 
-from ..airflow_env import airflow_env, dags_tests_at_once
+from ..airflow_env import airflow_env, dags_tests_at_once, waited_for
 
 DAGS = Path(__file__).parent.parent / "dags"
+DAG_IDS = ("cncf_ok", "cncf_job_fails", "cncf_pod_fails")
+RUN_TIMEOUT = 300  # seconds, a run alone
 
 
 @pytest.fixture(scope="module")
@@ -24,9 +26,9 @@ def runs(
 ) -> Iterator[dict[str, Future[CompletedProcess[str]]]]:
     envs = {
         dag_id: airflow_env(tmp_path_factory.mktemp(dag_id), DAGS, str(cluster.kubeconfig_path))
-        for dag_id in ("cncf_ok", "cncf_job_fails", "cncf_pod_fails")
+        for dag_id in DAG_IDS
     }
-    with dags_tests_at_once(envs) as started:
+    with dags_tests_at_once(envs, timeout=RUN_TIMEOUT) as started:
         yield started
 
 
@@ -34,8 +36,9 @@ def _tail(result: object) -> str:
     return (getattr(result, "stdout", "") + getattr(result, "stderr", ""))[-4000:]
 
 
+@waited_for(RUN_TIMEOUT, len(DAG_IDS))
 def test_stock_job_and_pod_operators_succeed(runs: dict[str, Future[CompletedProcess[str]]]) -> None:
-    result = runs["cncf_ok"].result(timeout=900)
+    result = runs["cncf_ok"].result()  # bounded: each run has its timeout
     output = result.stdout + result.stderr
     assert result.returncode == 0, _tail(result)
     assert "> successful" in output, _tail(result)  # "Marking run <DagRun cncf_ok ...> successful"
@@ -44,11 +47,12 @@ def test_stock_job_and_pod_operators_succeed(runs: dict[str, Future[CompletedPro
     assert "[base] done" in output  # the pod operator's streamed log line
 
 
+@waited_for(RUN_TIMEOUT, len(DAG_IDS))
 @pytest.mark.parametrize("dag_id", ["cncf_job_fails", "cncf_pod_fails"])
 def test_a_failing_pod_fails_the_stock_operators(
     runs: dict[str, Future[CompletedProcess[str]]], dag_id: str
 ) -> None:
-    result = runs[dag_id].result(timeout=900)
+    result = runs[dag_id].result()  # bounded: each run has its timeout
     output = result.stdout + result.stderr
     assert result.returncode != 0, _tail(result)
     assert "> failed" in output and "new_state=failed" in output, _tail(result)

@@ -19,10 +19,11 @@ from airflow_k8s_ml.testbed.demo import Services, connections, prepare_cluster
 from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from airflow_k8s_ml.testbed.local_s3 import LocalS3
 
-from ..airflow_env import airflow_env, dags_tests_at_once, selected_params
+from ..airflow_env import airflow_env, dags_tests_at_once, selected_params, waited_for
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "dags" / "examples"
 BUCKET = "examples"
+RUN_TIMEOUT = 600  # seconds, an example's run alone
 
 #: What each example's task log must show, beyond the run's success: the behaviour it exists to show.
 EXPECTED = {
@@ -70,13 +71,14 @@ def example_runs(
         dag_id: airflow_env(tmp_path_factory.mktemp(dag_id), EXAMPLES, extra=connections(example_services))
         for dag_id in selected_params(request, "test_the_example_runs", "dag_id")
     }
-    with dags_tests_at_once(envs, timeout=600) as runs:
+    with dags_tests_at_once(envs, timeout=RUN_TIMEOUT) as runs:
         yield runs
 
 
+@waited_for(RUN_TIMEOUT, len(EXPECTED))
 @pytest.mark.parametrize("dag_id", sorted(EXPECTED))
 def test_the_example_runs(example_runs: dict[str, Future[CompletedProcess[str]]], dag_id: str) -> None:
-    result = example_runs[dag_id].result(timeout=1800)
+    result = example_runs[dag_id].result()  # bounded: each run has its timeout
     output = result.stdout + result.stderr
     assert result.returncode == 0 and "> successful" in output, output[-6000:]
     assert "Unclosed client session" not in output, output[-6000:]  # aiohttp's, at the interpreter's exit
