@@ -57,8 +57,11 @@ def _migrated_template() -> Path:
             home = Path(tempfile.mkdtemp(prefix="airflow-db-template-"))
             atexit.register(shutil.rmtree, home, ignore_errors=True)
             subprocess.run(
-                [AIRFLOW, "db", "migrate"], env=airflow_env(home, home / "dags"), check=True,
-                capture_output=True, timeout=180,
+                [AIRFLOW, "db", "migrate"],
+                env=airflow_env(home, home / "dags"),
+                check=True,
+                capture_output=True,
+                timeout=180,
             )
             _template.append(home / "airflow.db")
         return _template[0]

@@ -56,8 +56,13 @@ with DAG("cncf_xcom", schedule=None, start_date=START, catchup=False):
     # The cncf provider's decorator with do_xcom_push: its pod gets the alpine XCom sidecar and a shared
     # emptyDir at /airflow/xcom; the provider reads return.json by pod exec and stops the sidecar by exec.
     @task.kubernetes(
-        image="python:3.11-slim", namespace="default", do_xcom_push=True, get_logs=True,
-        on_finish_action="delete_pod", kubernetes_conn_id="kubernetes_default", startup_timeout_seconds=60,
+        image="python:3.11-slim",
+        namespace="default",
+        do_xcom_push=True,
+        get_logs=True,
+        on_finish_action="delete_pod",
+        kubernetes_conn_id="kubernetes_default",
+        startup_timeout_seconds=60,
     )
     def compute() -> dict[str, object]:
         return {"answer": 42, "squares": [i * i for i in range(4)]}

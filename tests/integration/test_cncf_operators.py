@@ -1,6 +1,7 @@
-"""Airflow's own KubernetesJobOperator (deferrable) and KubernetesPodOperator, from the cncf provider, run
-through ``airflow dags test`` against the local cluster: they succeed, and a failing pod fails them.
-The three DAG runs start side by side (each in an AIRFLOW_HOME of its own) when the first test asks."""
+"""Airflow's own KubernetesJobOperator (deferrable), KubernetesPodOperator and ``@task.kubernetes``, from
+the cncf provider, run through ``airflow dags test`` against the local cluster: they succeed, a failing pod
+fails them, and the decorator's value comes back through XCom. The four DAG runs start side by side (each
+in an AIRFLOW_HOME of its own) when the first test asks."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
 from ..airflow_env import airflow_env, dags_tests_at_once, waited_for
 
 DAGS = Path(__file__).parent.parent / "dags"
-DAG_IDS = ("cncf_ok", "cncf_job_fails", "cncf_pod_fails")
+DAG_IDS = ("cncf_ok", "cncf_job_fails", "cncf_pod_fails", "cncf_xcom")
 RUN_TIMEOUT = 300  # seconds, a run alone
 
 
@@ -59,10 +60,13 @@ def test_a_failing_pod_fails_the_stock_operators(
     assert "boom" in output
 
 
-def test_kubernetes_decorator_returns_its_value_through_xcom(env: dict[str, str]) -> None:
+@waited_for(RUN_TIMEOUT, len(DAG_IDS))
+def test_kubernetes_decorator_returns_its_value_through_xcom(
+    runs: dict[str, Future[CompletedProcess[str]]],
+) -> None:
     """``@task.kubernetes(do_xcom_push=True)``: the provider reads the sidecar's file by pod exec and
     stops the sidecar by exec; the value reaches the downstream task."""
-    result = dags_test(env, "cncf_xcom")
+    result = runs["cncf_xcom"].result()  # bounded: each run has its timeout
     output = result.stdout + result.stderr
     assert result.returncode == 0, _tail(result)
     assert "xcom from the pod: {'answer': 42, 'squares': [0, 1, 4, 9]}" in output, _tail(result)
