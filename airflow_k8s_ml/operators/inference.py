@@ -378,14 +378,26 @@ class InferenceDeploymentOperator(_Runner):
             "model_uri": model_uri,
             "model_record": record,
         }
-        # The rollout budget counts from here, in the worker and in the trigger.
+        return self._await_rollout(context, client, deployment, settings, state)
+
+    def _await_rollout(
+        self,
+        context: Context,
+        client: KubeClient,
+        deployment: Mapping[str, Any],
+        settings: WaitSettings,
+        state: dict[str, Any],
+    ) -> Any:
+        """Follow the rollout of ``deployment`` from the worker for ``defer_after``, then defer; either way
+        it ends in :meth:`_rollout_ended` with ``state``. Its budget counts from here, in the worker and in
+        the trigger alike; a kill never takes the service down (the trigger does not delete)."""
         record = self._deployment_record(deployment, started_at=time.time())
         event = self._follow_rollout(client, deployment, record, settings)
         if event is not None:
             return self._rollout_ended(context, client, event, state)
         _defer_state.stash(context, "execute_complete", {"state": state})
         self.defer(
-            trigger=settings.trigger(record, delete_on_kill=False),  # a kill never takes the service down
+            trigger=settings.trigger(record, delete_on_kill=False),
             method_name="execute_complete",
             kwargs={"state": state},
             timeout=self._deferral_timeout(context),
@@ -815,18 +827,7 @@ class InferenceDeploymentOperator(_Runner):
             "changes": {**state.get("changes", {}), **changes},
             "canary": {**canary, "phase": "promote", "verdict": summary},
         }
-        settings = self._rollout_settings()
-        record = self._deployment_record(deployment, started_at=time.time())
-        event = self._follow_rollout(client, deployment, record, settings)
-        if event is not None:
-            return self._rollout_ended(context, client, event, state)
-        _defer_state.stash(context, "execute_complete", {"state": state})
-        self.defer(
-            trigger=settings.trigger(record, delete_on_kill=False),
-            method_name="execute_complete",
-            kwargs={"state": state},
-            timeout=self._deferral_timeout(context),
-        )
+        return self._await_rollout(context, client, deployment, self._rollout_settings(), state)
 
     # -- rollback ---------------------------------------------------------------------------------------
     def _roll_back(
