@@ -5,6 +5,9 @@ its error rate in the message, the stable Deployment never written; a retry adop
 started, and killing the deferred task removes the canary, never the stable Deployment.
 
 The server is inline Python: ``/predict`` fails when its model URI says ``bad``, ``/info`` names the model.
+Like the reference server (``serve --drain-seconds``) it drains: on SIGTERM ``/ready`` answers 503 and it
+keeps serving 3 s, so a deleted pod leaves the Service before it closes - what a rollout with no client
+error needs on any cluster (CI saw one refused connection to a pod that died at once on SIGTERM).
 """
 
 from __future__ import annotations
@@ -27,11 +30,14 @@ from tests.integration.serving_helpers import context, run_task
 
 PORT = random.randint(20000, 40000)
 SERVER = """
-import http.server, json, os
+import http.server, json, os, signal, threading
 BAD = "bad" in os.environ["MODEL_URI"]
+DRAINING = threading.Event()
 class H(http.server.BaseHTTPRequestHandler):
     def do_GET(self):
         status = 500 if BAD and self.path.startswith("/predict") else 200
+        if self.path == "/ready" and DRAINING.is_set():
+            status = 503
         body = json.dumps({"path": self.path, "model_uri": os.environ["MODEL_URI"]}).encode()
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
@@ -40,7 +46,12 @@ class H(http.server.BaseHTTPRequestHandler):
         self.wfile.write(body)
     def log_message(self, *args):
         pass
-http.server.ThreadingHTTPServer((os.environ["POD_IP"], int(os.environ["PORT"])), H).serve_forever()
+server = http.server.ThreadingHTTPServer((os.environ["POD_IP"], int(os.environ["PORT"])), H)
+def drain(*_):
+    DRAINING.set()
+    threading.Timer(3.0, server.shutdown).start()
+signal.signal(signal.SIGTERM, drain)
+server.serve_forever()
 """
 A = "s3://models/digits/step-4/"
 B = "s3://models/digits/step-9/"
