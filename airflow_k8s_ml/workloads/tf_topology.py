@@ -8,7 +8,8 @@ that with plain sockets, so the TFJob path is tested end to end on any machine:
 - the coordinator (the Chief, else the Master, else Worker 0) listens on its own cluster-spec port and
   waits until every Worker (but itself) has said hello, then exits 0;
 - every other Worker dials the coordinator's address from ``TF_CONFIG`` (retrying while it starts), says
-  ``hello <type> <index>``, reads the coordinator's ``ok`` and exits 0;
+  ``hello <type> <index>``, reads the coordinator's ``ok``, says so and only then hangs up (the coordinator
+  waits for that, so no worker's line can be cut by the job ending first), and exits 0;
 - a parameter server (PS) listens on its port and serves until it is stopped, as TensorFlow's servers do
   (the TFJob's ``cleanPodPolicy: Running`` stops it once the job succeeded);
 - an Evaluator prints the topology and exits 0.
@@ -21,6 +22,7 @@ exits 2 with the reason as the last line. ``python -m airflow_k8s_ml.workloads.t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import socket
@@ -95,8 +97,13 @@ def _coordinate(port: int, expected: set[str], timeout: float) -> None:
                 hello = conn.recv(256).decode().strip()
                 name = hello.removeprefix("hello ")
                 if name in expected:
-                    expected.discard(name)
                     conn.sendall(b"ok\n")
+                    # the worker closes after saying it reported: its line is written before the Chief
+                    # can end the job (cleanPodPolicy Running stops a worker still running at the end)
+                    conn.settimeout(timeout)
+                    with contextlib.suppress(OSError):
+                        conn.recv(16)
+                    expected.discard(name)
                     _say(f"hello from {name}")
 
 

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import BinaryIO
 
 log = logging.getLogger(__name__)
 
@@ -80,6 +81,35 @@ def read_records(path: Path, offset: int = 0) -> tuple[list[Record], int]:
         return [], offset
     records = [r for line in data[:end].split(b"\n") if (r := parse_line(line)) is not None]
     return records, offset + end + 1
+
+
+class RecordReader:
+    """Complete records of one instance's file, read on from where the last read stopped, through one open
+    file: as the kubelet's follower holds its file, a deleted pod (its files removed at once) still gives a
+    follower every line its container wrote, and the stream then ends as the instance's does."""
+
+    def __init__(self, path: Path) -> None:
+        self._path = path
+        self._file: BinaryIO | None = None
+        self._pending = b""
+
+    def read(self) -> list[Record]:
+        if self._file is None:
+            try:
+                self._file = self._path.open("rb")
+            except FileNotFoundError:
+                return []
+        data = self._pending + self._file.read()
+        end = data.rfind(b"\n")
+        if end < 0:
+            self._pending = data
+            return []
+        self._pending = data[end + 1 :]
+        return [r for line in data[:end].split(b"\n") if (r := parse_line(line)) is not None]
+
+    def close(self) -> None:
+        if self._file is not None:
+            self._file.close()
 
 
 class _Writer:

@@ -16,7 +16,7 @@ from aiohttp import web
 
 from .. import errors, routing
 from ..store import Store
-from .logfile import LogSink, Record, container_log_path, parse_rfc3339, read_records
+from .logfile import LogSink, Record, RecordReader, container_log_path, parse_rfc3339
 from .volumes import pod_dir
 
 Obj = dict[str, Any]
@@ -189,19 +189,22 @@ class _Output:
 
 
 async def copy_log(path: Path, sink: LogSink | None, options: LogOptions, write: Write) -> None:
-    records, offset = read_records(path)
-    if options.tail is not None:
-        records = records[-options.tail :] if options.tail else []
-    out = _Output(options, write)
-    await out.emit(records)
-    while options.follow and not out.full:
-        closed = sink is None or sink.closed
-        records, offset = read_records(path, offset)
+    reader = RecordReader(path)
+    try:
+        records = reader.read()
+        if options.tail is not None:
+            records = records[-options.tail :] if options.tail else []
+        out = _Output(options, write)
         await out.emit(records)
-        if closed:
-            return
-        assert sink is not None
-        await sink.changed(1.0)
+        while options.follow and not out.full:
+            closed = sink is None or sink.closed
+            await out.emit(reader.read())
+            if closed:
+                return
+            assert sink is not None
+            await sink.changed(1.0)
+    finally:
+        reader.close()
 
 
 def log_handler(
