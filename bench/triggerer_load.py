@@ -16,7 +16,12 @@ are the same moments. Printed per group: API requests per waiting job-hour (each
 task's end as Airflow records it, the triggerers' "blocked" warnings for the whole run, and the
 triggerers' CPU seconds and peak RSS (their whole process trees, sampled every second).
 
-    python bench/triggerer_load.py [--n 100 300] [--hold 90] [--single]
+    python bench/triggerer_load.py [--n 100 300] [--hold 90] [--single] [--asyncio-debug]
+
+``--asyncio-debug`` runs the stack with ``PYTHONASYNCIODEBUG=1`` (what Airflow's warning suggests: its
+watchdog cannot tell which trigger blocked), and prints the slow steps asyncio names in the triggerers' logs,
+grouped by what ran, with how many of them were ours. Debug mode slows every loop: its latencies are not the
+figures to quote.
 
 Loopback only, bounded: about (N x 3 task starts) + hold + start-up seconds.
 """
@@ -26,6 +31,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import sys
 import tempfile
 import threading
@@ -181,7 +187,37 @@ class TreeSampler:
         self._sample()
 
 
-def run(n: int, hold: float, ha: bool = True) -> None:
+#: asyncio's debug-mode line for a step over ``slow_callback_duration`` (0.1 s), e.g.
+#: ``Executing <Task pending name='...' coro=<WorkloadTrigger.run() running at .../workload.py:120> ...>
+#: took 0.31 seconds`` (one line)
+SLOW_STEP = re.compile(r"Executing (<.*?>) took (\d+\.\d+) seconds")
+_CORO = re.compile(r"coro=<([\w.]+)\(\)|<(Handle|TimerHandle) ([\w.<>]+)")
+
+
+def slow_steps(text: str) -> list[tuple[str, float, bool]]:
+    """(what ran, seconds, ours) per slow step asyncio logged: the coroutine's qualified name, or the
+    callback's; ``ours`` when the step ran this package's code."""
+    steps = []
+    for match in SLOW_STEP.finditer(text):
+        what, seconds = match.group(1), float(match.group(2))
+        named = _CORO.search(what)
+        name = (named.group(1) or named.group(3)) if named else what[:60]
+        steps.append((name, seconds, "airflow_k8s_ml" in what))
+    return steps
+
+
+def print_slow_steps(logs: list[str]) -> None:
+    steps = [step for text in logs for step in slow_steps(text)]
+    ours = [step for step in steps if step[2]]
+    print(f"asyncio slow steps (> 0.1 s) in the triggerers: {len(steps)}, of them in our code: {len(ours)}")
+    by_name: dict[str, list[float]] = {}
+    for name, seconds, _ in steps:
+        by_name.setdefault(name, []).append(seconds)
+    for name, times in sorted(by_name.items(), key=lambda item: -sum(item[1]))[:8]:
+        print(f"  {len(times):5d} x {name}: total {sum(times):.1f}s, max {max(times):.2f}s")
+
+
+def run(n: int, hold: float, ha: bool = True, asyncio_debug: bool = False) -> None:
     work = Path(tempfile.mkdtemp(prefix="triggerer-load-"))
     fifos = work / "fifos"
     fifos.mkdir(mode=0o777)
@@ -203,6 +239,8 @@ def run(n: int, hold: float, ha: bool = True) -> None:
             "AIRFLOW__CORE__PARALLELISM": "4",
             "AIRFLOW__CORE__DAGBAG_IMPORT_TIMEOUT": "600",
         }
+        if asyncio_debug:
+            env["PYTHONASYNCIODEBUG"] = "1"
         settings = StackSettings(home=work / "airflow-home", dags_folder=dags, env=env, ha=ha)
         with AirflowStack(settings) as stack, TreeSampler(stack, triggerers(stack)) as sampler:
             rest = stack.rest
@@ -260,7 +298,8 @@ def run(n: int, hold: float, ha: bool = True) -> None:
             finished_at = time.time()
             after = {"ours": _requests(ours), "cncf": _requests(cncf)}
             tis = rest.task_instances(DAG_ID, run_id)
-            blocked = sum(stack.component_log(name).count("blocked for") for name in triggerers(stack))
+            logs = [stack.component_log(name) for name in triggerers(stack)]
+            blocked = sum(text.count("blocked for") for text in logs)
         if stack.postgres is not None:  # the bench's database is thrown away with its tmp dir
             stack.postgres.remove()
         where = "HA stack: 2 triggerers, CeleryExecutor, PostgreSQL" if ha else "one triggerer, LocalExecutor"
@@ -286,6 +325,8 @@ def run(n: int, hold: float, ha: bool = True) -> None:
                 f"{_percentile(latencies, 0.99):7.2f}s"
             )
         print(f"triggerer 'blocked' warnings during the run: {blocked}")
+        if asyncio_debug:
+            print_slow_steps(logs)
         for name in sampler.names:
             print(
                 f"{name}: CPU {sampler.cpu[name]:.1f}s over the run, peak RSS "
@@ -309,10 +350,11 @@ def main() -> None:
     parser.add_argument("--n", type=int, nargs="+", default=[100])
     parser.add_argument("--hold", type=float, default=90.0)
     parser.add_argument("--single", action="store_true", help="one triggerer, LocalExecutor, SQLite")
+    parser.add_argument("--asyncio-debug", action="store_true", help="PYTHONASYNCIODEBUG=1: name slow steps")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()} on {os.cpu_count()} cores", flush=True)
     for n in args.n:
-        run(n, args.hold, ha=not args.single)
+        run(n, args.hold, ha=not args.single, asyncio_debug=args.asyncio_debug)
         print(f"load average after N={n}: {os.getloadavg()}", flush=True)
 
 
