@@ -41,6 +41,18 @@ EPOCHS = 4
 pytestmark = pytest.mark.usefixtures("kube_conn")
 
 
+class Log:
+    """The task log so far (what capsys captured), kept across reads."""
+
+    def __init__(self, capsys: Any) -> None:
+        self.capsys, self.text = capsys, ""
+
+    def has(self, needle: str) -> bool:
+        captured = self.capsys.readouterr()
+        self.text += captured.out + captured.err
+        return needle in self.text
+
+
 class Background:
     """The trigger and the operator's finish running in a thread while the test disrupts the pods: the live
     wait sees every disruption as it happens (the drained pod too, before it is gone)."""
@@ -161,9 +173,14 @@ def test_disruptions_past_max_disruptions_fail_the_task_with_the_count_and_leave
     context = make_context("train")
     waiting = Background(op, execute_until_deferred(op, context), context)
 
+    log = Log(capsys)
     taken: set[str] = set()
     for _ in range(2):
         pod = wait_for(lambda: running_pod(core, namespace, taken), timeout=60)
+        # evicted once the wait follows it (its line relayed): a pod evicted before the trigger's pod watch
+        # listed it, and gone at once (its process dies on SIGTERM), is one no wait can see
+        line = f"[{pod.metadata.name}] training"
+        wait_for(lambda line=line: log.has(line), timeout=60, what="the pod followed")
         evict(core, namespace, pod.metadata.name)
         taken.add(pod.metadata.name)
 
@@ -188,7 +205,7 @@ def persisted(batch: Any, namespace: str) -> list[str]:
 
 
 def test_the_disruption_count_survives_a_trigger_restart_and_fails_the_task_with_the_full_count(
-    batch: Any, core: Any, namespace: str
+    batch: Any, core: Any, namespace: str, capsys: Any
 ) -> None:
     """One eviction seen by a trigger the triggerer then stops, one by the trigger built again from the same
     kwargs: together over ``max_disruptions=1``. The first pod is gone from the API before the second trigger
@@ -199,10 +216,17 @@ def test_the_disruption_count_survives_a_trigger_restart_and_fails_the_task_with
     deferred = execute_until_deferred(op, context)
 
     taken: list[str] = []
+    log = Log(capsys)
+
+    async def followed(pod: Any) -> None:
+        """The wait follows the pod (its line relayed): an eviction from now on is one it sees."""
+        line = f"[{pod.metadata.name}] training"
+        await asyncio.to_thread(wait_for, lambda: log.has(line), timeout=60, what=f"{line!r} relayed")
 
     async def both_waits() -> dict[str, Any]:
         first = asyncio.create_task(first_event(revive(deferred.trigger)))
         one = await asyncio.to_thread(wait_for, lambda: running_pod(core, namespace, set()), timeout=60)
+        await followed(one)
         await asyncio.to_thread(evict, core, namespace, one.metadata.name)
         taken.append(one.metadata.name)
         await asyncio.to_thread(
@@ -221,6 +245,7 @@ def test_the_disruption_count_survives_a_trigger_restart_and_fails_the_task_with
         two = await asyncio.to_thread(
             wait_for, lambda: running_pod(core, namespace, {one.metadata.name}), timeout=60
         )
+        await followed(two)
         await asyncio.to_thread(evict, core, namespace, two.metadata.name)
         taken.append(two.metadata.name)
         try:
