@@ -29,6 +29,7 @@ from airflow_k8s_ml.deadlines import Deadlines, format_limit
 from airflow_k8s_ml.kube.async_client import get_kube, load_clients
 from airflow_k8s_ml.kube.resources import pod_label_key, resource_for
 from airflow_k8s_ml.kube.watch import Subscription, WatchKey, get_registry
+from airflow_k8s_ml.status.disruption import count_text
 from airflow_k8s_ml.status.kueue import JOB_UID_LABEL, PositionAsked, queued_job_uid
 from airflow_k8s_ml.status.pod import owned_by
 from airflow_k8s_ml.status.wait import Target, uid_of
@@ -42,6 +43,7 @@ from airflow_k8s_ml.status.wait_report import (
     report,
 )
 from airflow_k8s_ml.triggers.diagnostics import final_event, log_source, pod_report, pods_to_read
+from airflow_k8s_ml.triggers.disruption_ledger import persist_disruptions, read_disruptions
 from airflow_k8s_ml.triggers.events import WorkloadEvent
 from airflow_k8s_ml.triggers.log_cursor import CursorWriter, merge_cursors, read_cursor
 from airflow_k8s_ml.triggers.log_ledger import logged_cursor
@@ -148,6 +150,7 @@ class Waiter:
         self.pods_sub: Subscription | None = None
         self.queue_sub: Subscription | None = None  # the job's Kueue Workload (queued jobs only)
         self.said = Said()
+        self.recalled = False  # the disruptions an earlier wait of this try persisted were read
         self.next_look_at: float | None = None
         self.fetched: dict[str, Any] | None = None
         self.fetched_at: float | None = None
@@ -223,6 +226,7 @@ class Waiter:
         if not self.workload.synced:
             return None
         look = await self._look(await self._workload())
+        self._recall(look)
         now = time.time()
         ask = position_ask(self.target, look, self.said, now=now, every=self.timings.position_refresh)
         if ask is not None:
@@ -230,6 +234,8 @@ class Waiter:
         if events_ask(look, self.said, now=now, every=self.pace.events_every):
             look = replace(look, events=await self._pod_warnings(look.pods or ()))
         told = report(self.target, look, self.said, now=now, deadlines=self.spec.deadlines, pace=self.pace)
+        if len(told.said.disrupted) > len(self.said.disrupted) and self.spec.try_number is not None:
+            await self._persist_disruptions(told.said)
         self.said, self.next_look_at = told.said, told.next_look_at
         for line in told.lines:
             getattr(self.log, line.level)("%s", line.text)
@@ -246,6 +252,36 @@ class Waiter:
                 await self.logs.writer.flush()
         reports, warnings = await self._diagnose(told.diagnose) if told.diagnose else ([], [])
         return final_event(told, self.target, reports, warnings, self.logs.cursor())
+
+    def _recall(self, look: Look) -> None:
+        """Once, at the first look at our workload: count on from the disruptions an earlier wait of this try
+        persisted on it (:mod:`.disruption_ledger`; a triggerer restart does not reset the count)."""
+        obj = look.obj
+        if self.recalled or obj is None or (self.target.uid and uid_of(obj) != self.target.uid):
+            return
+        self.recalled = True
+        known = read_disruptions(obj, self.spec.try_number)
+        if known:
+            self.said = replace(self.said, disrupted=known)
+            self.log.info(
+                "%s: %s in this attempt before this wait (persisted on it); counting on from there",
+                self.target.what,
+                count_text(known),
+            )
+
+    async def _persist_disruptions(self, said: Said) -> None:
+        """The attempt's disruptions onto the workload, before their line is logged."""
+        spec = self.spec
+        assert spec.try_number is not None
+        await persist_disruptions(
+            self.kube,
+            spec.resource,
+            self.target.namespace,
+            self.target.name,
+            spec.try_number,
+            said.disrupted,
+            self.log,
+        )
 
     async def _look(self, obj: Mapping[str, Any] | None) -> Look:
         """The workload, its pods (None while their watch lists) and Kueue Workloads, or its tombstone."""

@@ -7,6 +7,8 @@ names both disruptions. No mocks: the local cluster's Job controller, the real t
 
 from __future__ import annotations
 
+import asyncio
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -18,15 +20,37 @@ import airflow_k8s_ml
 from airflow_k8s_ml.checkpoints import CheckpointStore
 from airflow_k8s_ml.errors import DeadlineExceeded
 from airflow_k8s_ml.operators import FineTuneJobOperator
+from airflow_k8s_ml.triggers.disruption_ledger import DISRUPTIONS_ANNOTATION
 from tests.cluster_fixtures import wait_for
 
-from .training_helpers import execute_until_deferred, jobs, make_context, pods, resume
+from .training_helpers import (
+    execute_until_deferred,
+    first_event,
+    jobs,
+    make_context,
+    pods,
+    resume,
+    revive,
+    run_async,
+)
 from .training_helpers import finetune as sleeper
 
 pytest.importorskip("torch")
 
 EPOCHS = 4
 pytestmark = pytest.mark.usefixtures("kube_conn")
+
+
+class Log:
+    """The task log so far (what capsys captured), kept across reads."""
+
+    def __init__(self, capsys: Any) -> None:
+        self.capsys, self.text = capsys, ""
+
+    def has(self, needle: str) -> bool:
+        captured = self.capsys.readouterr()
+        self.text += captured.out + captured.err
+        return needle in self.text
 
 
 class Background:
@@ -149,9 +173,14 @@ def test_disruptions_past_max_disruptions_fail_the_task_with_the_count_and_leave
     context = make_context("train")
     waiting = Background(op, execute_until_deferred(op, context), context)
 
+    log = Log(capsys)
     taken: set[str] = set()
     for _ in range(2):
         pod = wait_for(lambda: running_pod(core, namespace, taken), timeout=60)
+        # evicted once the wait follows it (its line relayed): a pod evicted before the trigger's pod watch
+        # listed it, and gone at once (its process dies on SIGTERM), is one no wait can see
+        line = f"[{pod.metadata.name}] training"
+        wait_for(lambda line=line: log.has(line), timeout=60, what="the pod followed")
         evict(core, namespace, pod.metadata.name)
         taken.add(pod.metadata.name)
 
@@ -166,3 +195,73 @@ def test_disruptions_past_max_disruptions_fail_the_task_with_the_count_and_leave
     assert jobs(batch, namespace) == []  # the workload was deleted with its pods: zero objects left
     assert pods(core, namespace) == []
     assert "BackoffLimitExceeded" not in message
+
+
+def persisted(batch: Any, namespace: str) -> list[str]:
+    """The pods named in the Job's disruptions annotation (the attempt's count, as the wait persisted it)."""
+    found = jobs(batch, namespace)
+    raw = (found[0].metadata.annotations or {}).get(DISRUPTIONS_ANNOTATION) if found else None
+    return [p["pod"] for p in json.loads(raw)["pods"]] if raw else []
+
+
+def test_the_disruption_count_survives_a_trigger_restart_and_fails_the_task_with_the_full_count(
+    batch: Any, core: Any, namespace: str, capsys: Any
+) -> None:
+    """One eviction seen by a trigger the triggerer then stops, one by the trigger built again from the same
+    kwargs: together over ``max_disruptions=1``. The first pod is gone from the API before the second trigger
+    starts, so only the count persisted on the Job can tell it; the task fails with both."""
+    code = "import time; print('training', flush=True); time.sleep(300)"
+    op = sleeper("train", namespace, code, max_disruptions=1, backoff_limit=0, poll_interval=0.5)
+    context = make_context("train")
+    deferred = execute_until_deferred(op, context)
+
+    taken: list[str] = []
+    log = Log(capsys)
+
+    async def followed(pod: Any) -> None:
+        """The wait follows the pod (its line relayed): an eviction from now on is one it sees."""
+        line = f"[{pod.metadata.name}] training"
+        await asyncio.to_thread(wait_for, lambda: log.has(line), timeout=60, what=f"{line!r} relayed")
+
+    async def both_waits() -> dict[str, Any]:
+        first = asyncio.create_task(first_event(revive(deferred.trigger)))
+        one = await asyncio.to_thread(wait_for, lambda: running_pod(core, namespace, set()), timeout=60)
+        await followed(one)
+        await asyncio.to_thread(evict, core, namespace, one.metadata.name)
+        taken.append(one.metadata.name)
+        await asyncio.to_thread(
+            wait_for, lambda: persisted(batch, namespace), timeout=30, what="the first disruption persisted"
+        )
+        assert not first.done(), first  # one disruption is within max_disruptions=1: the wait goes on
+        first.cancel()  # the triggerer stops (restart, redistribution)
+        await asyncio.gather(first, return_exceptions=True)
+        await asyncio.to_thread(
+            wait_for,
+            lambda: one.metadata.name not in {p.metadata.name for p in pods(core, namespace)},
+            timeout=60,
+            what="the evicted pod gone from the API",
+        )
+        second = asyncio.create_task(first_event(revive(deferred.trigger)))
+        two = await asyncio.to_thread(
+            wait_for, lambda: running_pod(core, namespace, {one.metadata.name}), timeout=60
+        )
+        await followed(two)
+        await asyncio.to_thread(evict, core, namespace, two.metadata.name)
+        taken.append(two.metadata.name)
+        try:
+            async with asyncio.timeout(90):
+                return await second
+        except TimeoutError:
+            raise AssertionError(
+                "the restarted trigger did not end the wait within 90 s of the second eviction: it did not "
+                f"count the first one (annotation: {persisted(batch, namespace)})"
+            ) from None
+
+    payload = run_async(both_waits())
+    with pytest.raises(DeadlineExceeded) as info:
+        op.resume_execution(deferred.method_name, {**(deferred.kwargs or {}), "event": payload}, context)
+    message = str(info.value)
+    assert "evicted 2 times in this attempt, over max_disruptions 1" in message, message
+    assert all(name in message for name in taken), (taken, message)
+    assert info.value.deadline == "max_disruptions"
+    assert jobs(batch, namespace) == [] and pods(core, namespace) == []  # zero objects left

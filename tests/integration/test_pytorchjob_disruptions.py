@@ -13,8 +13,7 @@ import pytest
 from airflow_k8s_ml.operators import PyTorchJobOperator
 from tests.cluster_fixtures import wait_for
 
-from .test_disruptions import Background, evict
-from .test_trainjob_disruptions import Log
+from .test_disruptions import Background, Log, evict
 from .training_helpers import execute_until_deferred, make_context, pods, py
 
 pytestmark = pytest.mark.usefixtures("kube_conn")

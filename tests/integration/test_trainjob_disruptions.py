@@ -22,7 +22,7 @@ import pytest
 from airflow_k8s_ml.errors import WorkloadFailed
 from tests.cluster_fixtures import wait_for
 
-from .test_disruptions import Background, evict
+from .test_disruptions import Background, Log, evict
 from .test_trainjob_cluster import fail_fast_runtime
 from .test_trainjob_operator import nodes
 from .training_helpers import execute_until_deferred, make_context, pods
@@ -61,18 +61,6 @@ def waiting_code(release: Path) -> str:
         f"while not pathlib.Path({str(release)!r}).exists(): time.sleep(0.2)\n"
         "print('node', os.environ['PET_NODE_RANK'], 'done', flush=True)\n"
     )
-
-
-class Log:
-    """The task log so far (what capsys captured), kept across reads."""
-
-    def __init__(self, capsys: Any) -> None:
-        self.capsys, self.text = capsys, ""
-
-    def has(self, needle: str) -> bool:
-        captured = self.capsys.readouterr()
-        self.text += captured.out + captured.err
-        return needle in self.text
 
 
 def running_node(core: Any, namespace: str, index: str, not_in: set[str]) -> Any:

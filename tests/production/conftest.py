@@ -88,6 +88,7 @@ DAG_FILES = {
     **{name: TEST_DAGS / name for name in ("fault_training.py", "hostile_logs.py", "tf_training.py")},
     **{name: TEST_DAGS / name for name in ("stuck_pods.py", "fleet_training.py", "hostile_checkpoints.py")},
     "canary_serving.py": TEST_DAGS / "canary_serving.py",
+    **{name: TEST_DAGS / name for name in ("nightly_no_retries.py", "pytorch_eviction.py")},
 }
 
 
@@ -132,6 +133,8 @@ def production_stack(root: Path, dag_ids: tuple[str, ...], **settings: Any) -> I
 def production(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Production]:
     dag_ids = (
         "nightly_finetune",
+        "nightly_finetune_no_retries",
+        "pytorch_eviction",
         "short_training",
         "burst_training",
         "slow_defer_training",
