@@ -46,6 +46,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 os.environ.setdefault("AIRFLOW__CORE__LOAD_EXAMPLES", "False")
 
+from airflow_k8s_ml.testbed.service_traffic import ServiceTraffic
+
 DAG_FILE = Path(__file__).resolve().parents[1] / "dags" / "nightly_finetune.py"
 NAMESPACE = "ml"
 WRITES = ("POST", "PATCH", "PUT", "DELETE")
@@ -291,47 +293,6 @@ def copy_model(running: Any, source: str, target: str) -> None:
         )
 
 
-class Client:
-    """POSTs a prediction to the Service through the API server every 100 ms (the canary's traffic)."""
-
-    def __init__(self, kubeconfig: Path) -> None:
-        from kubernetes import config
-
-        self.api = config.new_client_from_config(config_file=str(kubeconfig))
-        self.seen: Counter[int] = Counter()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        from kubernetes.client.exceptions import ApiException
-
-        path = f"/api/v1/namespaces/{NAMESPACE}/services/digits:http/proxy/predict"
-        while not self._stop.wait(0.1):
-            try:
-                response = self.api.call_api(
-                    path,
-                    "POST",
-                    header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                    body={"instances": [[0.0] * 64]},
-                    auth_settings=["BearerToken"],
-                    _preload_content=False,
-                    _return_http_data_only=True,
-                    _request_timeout=10,
-                )
-                self.seen[int(response.status)] += 1
-            except ApiException as exc:
-                self.seen[int(exc.status)] += 1
-
-    def __enter__(self) -> Client:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        self._thread.join(15)
-        self.api.close()
-
-
 def canary_phases(capture: Capture, start: float, done: float) -> dict[str, float]:
     """Canary rollout + smoke (to the analysis), the analysis, the promotion (stable rollout, canary gone)."""
     opened = next(t for t, line in capture.lines if line.startswith("canary analysis"))
@@ -357,12 +318,19 @@ def scenario(
         logger.addHandler(capture)
         logger.setLevel(logging.INFO)
     before = request_counts(kubeconfig)
-    traffic = Client(kubeconfig) if canary else contextlib.nullcontext()
+    from kubernetes import config
+
+    api = config.new_client_from_config(config_file=str(kubeconfig))
+    # one caller, every 100 ms: the canary's traffic
+    traffic = ServiceTraffic(
+        api, NAMESPACE, "digits:http", "predict", body={"instances": [[0.0] * 64]}, callers=1
+    )
     try:
-        with PodWatch(kubeconfig, timeline), traffic:
+        with PodWatch(kubeconfig, timeline), traffic if canary else contextlib.nullcontext():
             out = run_operator(op, context(run_id), timeline)
             time.sleep(0.5)  # let the watch report the last milestones
     finally:
+        api.close()
         for logger in loggers:
             logger.removeHandler(capture)
     after = request_counts(kubeconfig)
@@ -382,7 +350,7 @@ def scenario(
     }
     if canary:
         phases = {**canary_phases(capture, start, done), "total": done - start}
-        print(f"client through the Service: {dict(traffic.seen)} (HTTP status: calls)")  # type: ignore[union-attr]
+        print(f"client through the Service: {dict(traffic.statuses)} (HTTP status: calls)")
     pods = pod_phases(timeline)
     for pod, figures in pods.items():
         print(f"pod {pod}: " + ", ".join(f"{k} {v:.2f}s" for k, v in figures.items()))
@@ -392,7 +360,7 @@ def scenario(
         "writes": sum(n for verb, n in writes.items() if verb in WRITES),
         "changes": out["changes"],
         "revision": out["revision"],
-        **({"canary": out["canary"], "client": dict(traffic.seen)} if canary else {}),  # type: ignore[union-attr]
+        **({"canary": out["canary"], "client": dict(traffic.statuses)} if canary else {}),
     }
     print(" ".join(f"{phase} {value:.2f}s" for phase, value in phases.items()))
     print(f"changes: {out['changes']}  revision: {out['revision']}")

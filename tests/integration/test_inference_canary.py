@@ -15,9 +15,7 @@ from __future__ import annotations
 import json
 import random
 import re
-import threading
 import time
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
@@ -26,6 +24,7 @@ from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_k8s_ml.errors import ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
+from airflow_k8s_ml.testbed.service_traffic import ServiceTraffic
 from tests.integration.serving_helpers import context, run_task
 
 PORT = random.randint(20000, 40000)
@@ -79,47 +78,11 @@ def make(namespace: str, model: str, **overrides: Any) -> InferenceDeploymentOpe
     return InferenceDeploymentOperator(**{**args, **overrides})
 
 
-class Caller:
-    """Calls ``/predict`` through the API server's service proxy every 100 ms; counts answers by status and
-    model."""
-
-    def __init__(self, api_client: Any, namespace: str) -> None:
-        from kubernetes import client
-
-        self.core = client.CoreV1Api(api_client)
-        self.namespace = namespace
-        self.seen: Counter[tuple[int, str]] = Counter()
-        self._stop = threading.Event()
-        # three callers, each every 100 ms: on a loaded machine one call can take a second or more
-        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(3)]
-
-    def _call(self) -> tuple[int, str]:
-        from kubernetes.client.exceptions import ApiException
-
-        try:
-            response = self.core.connect_get_namespaced_service_proxy_with_path(
-                "echo:http", self.namespace, "predict", _preload_content=False, _request_timeout=10
-            )
-            return response.status, json.loads(response.data)["model_uri"]
-        except ApiException as exc:
-            return exc.status, str(exc.body)[:120]
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            self.seen[self._call()] += 1
-
-    def __enter__(self) -> Caller:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(15)
-
-    def errors(self) -> dict[tuple[int, str], int]:
-        return {key: n for key, n in self.seen.items() if key[0] != 200}
+def traffic(api_client: Any, namespace: str) -> ServiceTraffic:
+    """GET ``/predict`` of the echo Service every 100 ms, counted by (status, model that answered)."""
+    return ServiceTraffic(
+        api_client, namespace, "echo:http", "predict", label=lambda body: json.loads(body)["model_uri"]
+    )
 
 
 @pytest.fixture
@@ -139,7 +102,7 @@ def test_a_good_model_is_promoted_while_a_client_sees_no_error(
     namespace: str, api_client: Any, stable: dict[str, Any]
 ) -> None:
     ctx = context("deploy", run_id="r2")
-    with Caller(api_client, namespace) as caller:
+    with traffic(api_client, namespace) as caller:
         result = run_task(make(namespace, B, canary={"percent": 34, **WINDOW}), ctx, timeout=120)
     assert caller.errors() == {}, f"the client saw errors during the canary: {caller.seen}"
     assert caller.seen[(200, B)] > 0 and caller.seen[(200, A)] > 0, caller.seen
@@ -161,7 +124,7 @@ def test_a_bad_model_is_rolled_back_with_its_error_rate_and_the_stable_one_untou
     before = deployments(api_client, namespace)["echo"]
     ctx = context("deploy", run_id="r2")
     op = make(namespace, BAD, canary={"percent": 34, **WINDOW}, defer_after=0)  # judged in the trigger
-    with Caller(api_client, namespace) as caller, pytest.raises(WorkloadFailed) as failed:
+    with traffic(api_client, namespace) as caller, pytest.raises(WorkloadFailed) as failed:
         run_task(op, ctx, timeout=120)
     message = str(failed.value)
     assert f"canary of model {BAD} rolled back" in message

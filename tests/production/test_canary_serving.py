@@ -13,14 +13,13 @@ The tests run in order: each starts from the serving state the one before left (
 from __future__ import annotations
 
 import json
-import threading
-from collections import Counter
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from airflow_k8s_ml.status.canary import metric_values
+from airflow_k8s_ml.testbed.service_traffic import ServiceTraffic
 from tests.production.conftest import Production, wait_until
 
 NAME = "canary-digits"
@@ -32,53 +31,9 @@ RUN_TIMEOUT = 240
 pytestmark = pytest.mark.timeout(900)
 
 
-class Caller:
-    """POSTs a prediction to the Service through the API server every 100 ms; counts answers by status."""
-
-    def __init__(self, api: Any) -> None:
-        self.api = api
-        self.seen: Counter[int] = Counter()
-        self.failures: list[str] = []
-        self._stop = threading.Event()
-        # three callers, each every 100 ms: on a loaded machine one call can take a second or more
-        self._threads = [threading.Thread(target=self._run, daemon=True) for _ in range(3)]
-
-    def _call(self) -> int:
-        from kubernetes.client.exceptions import ApiException
-
-        path = f"/api/v1/namespaces/ml/services/{NAME}:http/proxy/predict"
-        try:
-            response = self.api.call_api(
-                path,
-                "POST",
-                header_params={"Content-Type": "application/json", "Accept": "application/json"},
-                body={"instances": [[0.0] * 64]},
-                auth_settings=["BearerToken"],
-                _preload_content=False,
-                _return_http_data_only=True,
-                _request_timeout=10,
-            )
-            return int(response.status)
-        except ApiException as exc:
-            self.failures.append(f"{exc.status} {str(exc.body)[:160]}")
-            return int(exc.status)
-        except Exception as exc:  # no answer at all (a timeout): a failed call too, with its cause
-            self.failures.append(f"no answer: {type(exc).__name__}: {exc}"[:200])
-            return 0
-
-    def _run(self) -> None:
-        while not self._stop.wait(0.1):
-            self.seen[self._call()] += 1
-
-    def __enter__(self) -> Caller:
-        for thread in self._threads:
-            thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self._stop.set()
-        for thread in self._threads:
-            thread.join(15)
+def traffic(production: Production) -> ServiceTraffic:
+    """POST a prediction to the Service every 100 ms, counted by status."""
+    return ServiceTraffic(production.api, "ml", f"{NAME}:http", "predict", body={"instances": [[0.0] * 64]})
 
 
 @pytest.fixture(scope="module")
@@ -156,13 +111,13 @@ def _deployments(production: Production) -> set[str]:
 def test_a_good_canary_is_promoted_while_a_client_gets_no_error(
     production: Production, models: dict[str, str]
 ) -> None:
-    with Caller(production.api) as caller:
+    with traffic(production) as caller:
         run, lines, run_id = _run(
             production, "canary_serving", {"model_uri": models["b"], "canary_percent": 34}
         )
     assert run["state"] == "success", "\n".join(lines[-60:])
     assert caller.failures == [], f"{len(caller.failures)} failed calls, first: {caller.failures[:3]}"
-    assert caller.seen[200] > 0, caller.seen
+    assert caller.statuses[200] > 0, caller.seen
     verdict = production.rest.xcom("canary_serving", run_id, "deploy", key="canary")
     assert verdict["decision"] == "promote" and verdict["errors"] == 0, verdict
     assert verdict["requests"] >= 3, verdict
@@ -182,7 +137,7 @@ def test_a_bad_canary_is_rolled_back_with_its_error_rate_and_the_stable_revision
     # roll back on it - right, but not the judgement on the error rate this test is about.
     run_id = production.rest.trigger("canary_serving", conf)
     wait_until("the canary's smoke request counted", lambda: _canary_requests(production) >= 1, timeout=180)
-    with Caller(production.api) as caller:
+    with traffic(production) as caller:
         run, lines = _finish(production, "canary_serving", run_id)
     assert run["state"] == "failed", "\n".join(lines[-60:])
     rolled_back = [line for line in lines if "rolled back" in line and "error rate" in line]
@@ -196,7 +151,7 @@ def test_a_bad_canary_is_rolled_back_with_its_error_rate_and_the_stable_revision
     assert annotations["airflow-k8s-ml/model-uri"] == models["b"]
     assert f"{NAME}-canary" not in _deployments(production)
     # the stable revision answered throughout: the only failures are the canary's injected 500s
-    assert caller.seen[200] > 0 and set(caller.seen) <= {200, 500}, caller.seen
+    assert caller.statuses[200] > 0 and set(caller.statuses) <= {200, 500}, caller.seen
     assert all("injected failure" in failure for failure in caller.failures), caller.failures[:3]
 
 
