@@ -30,24 +30,13 @@ import time
 from pathlib import Path
 from typing import Any
 
+from _jobs import python_job  # bench/ is on the path of a bench script
+
 ROOT = Path(__file__).resolve().parents[1]
 LAG = Path(__file__).resolve().parent / "trigger_loop_lag.py"
 CONN_ID = "kubernetes_default"
 RELAYED = re.compile(r"\] (?:flood|line) \d+")
 BLOCKED = "blocked_warnings (s, cpu s; Airflow's watchdog)"
-
-
-def job_body(name: str, code: str) -> dict[str, Any]:
-    container = {"name": "main", "image": "python:3.11", "command": ["python", "-c", code]}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        },
-    }
 
 
 def programs(flood: int, quiet: int) -> dict[str, str]:
@@ -66,7 +55,7 @@ def run_column(
     client.create({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace}})
     jobs = []
     for i in range(n):
-        body = job_body(f"{name}-{i}", code)
+        body = python_job(f"{name}-{i}", code)
         body["metadata"]["namespace"] = namespace
         created = client.create(body)
         jobs.append(

@@ -33,6 +33,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from _jobs import python_job  # bench/ is on the path of a bench script
+
 ROOT = Path(__file__).resolve().parents[1]
 CONN_ID = "kubernetes_default"
 BOUND_MS = 50.0
@@ -195,16 +197,7 @@ def job_body(name: str, lines: int, period: float) -> dict[str, Any]:
     code = (
         f"import time\nfor i in range({lines}):\n    print(f'line {{i}}', flush=True); time.sleep({period})"
     )
-    container = {"name": "main", "image": "python:3.11", "command": ["python", "-c", code]}
-    return {
-        "apiVersion": "batch/v1",
-        "kind": "Job",
-        "metadata": {"name": name},
-        "spec": {
-            "backoffLimit": 0,
-            "template": {"spec": {"restartPolicy": "Never", "containers": [container]}},
-        },
-    }
+    return python_job(name, code)
 
 
 def parent(args: argparse.Namespace) -> dict[str, Any]:
