@@ -41,7 +41,7 @@ demo-queue: $(STAMP)
 	DEMO_GPUS=1 DEMO_GPU_QUOTA=1 DEMO_CONF='{"queue": "user-queue"}' $(VENV)/bin/airflow-k8s-ml demo --output demo-output-queue
 
 test: $(STAMP)
-	$(PY) -m pytest -q -p no:cacheprovider -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
+	$(PY) -m pytest -q -p no:cacheprovider --durations=30 -m "not slow" tests; rc=$$?; if [ $$rc -eq 5 ]; then echo "no tests collected"; exit 0; fi; exit $$rc
 
 test-all: $(STAMP)
 	$(PY) -m pytest -q tests
