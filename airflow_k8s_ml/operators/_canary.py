@@ -3,15 +3,19 @@ Deployment, smoke-test its pods, read its counters, remove it. The verdict is no
 :func:`airflow_k8s_ml.status.canary.judge`, which the worker (:func:`judge_in_worker`) and the trigger
 (:class:`~airflow_k8s_ml.triggers.canary.CanaryTrigger`) both call.
 
-Why adoption needs nothing stored: the canary is applied like every serving object (created, or written only
-where it differs), so a retry after a worker crash finds the same canary - same name, same template - and the
-apply writes nothing: the retry follows that canary instead of starting another. Its analysis window starts
-again on the retry (the counters read before the crash were in the dead worker's memory).
+Adoption: the canary is applied like every serving object (created, or written only where it differs), so a
+retry after a worker crash finds the same canary - same name, same template - and the apply writes nothing:
+the retry follows that canary instead of starting another. Its analysis window, once open, is written on the
+canary itself (the annotation :data:`WINDOW_ANNOTATION`: when it opened and the counters then), so a retry
+that adopts the canary judges the same window instead of opening a new one: a crash never lengthens a canary
+nor forgets the errors it already served. The annotation goes with the canary.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import math
 import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -30,7 +34,22 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.kube.sync_client import KubeClient
     from airflow_k8s_ml.operators._smoke_probe import SmokeSettings
 
-__all__ = ["analysis_poll_seconds", "judge_in_worker", "read_counters", "remove", "smoke_pods", "start"]
+__all__ = [
+    "WINDOW_ANNOTATION",
+    "analysis_poll_seconds",
+    "judge_in_worker",
+    "open_window",
+    "read_counters",
+    "recorded_window",
+    "remove",
+    "smoke_pods",
+    "start",
+]
+
+#: The canary's open analysis window: ``{"started_at": <epoch s>, "baseline": {"requests": {pod: v}, ...}}``.
+WINDOW_ANNOTATION = "airflow-k8s-ml/canary-window"
+#: A recorded window larger than this (pods x counters) is not ours to trust: the window opens again.
+_MAX_WINDOW_CHARS = 64 * 1024
 
 #: Longest pause between two reads of the counters during the analysis (shorter for a short window).
 ANALYSIS_POLL_SECONDS = 5.0
@@ -57,6 +76,41 @@ def start(
     replicas = canary_replicas(stable_replicas(stable), settings.percent)
     live, action = apply_object(client, build_canary(new_deployment, replicas))
     return live, action, replicas
+
+
+def recorded_window(canary: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The analysis window an earlier try opened on this canary (:data:`WINDOW_ANNOTATION`), or None when
+    there is none or it is not one we wrote (anything malformed, oversized or not finite is ignored: the
+    window then opens again, which is safe, only longer)."""
+    raw = ((canary.get("metadata") or {}).get("annotations") or {}).get(WINDOW_ANNOTATION)
+    if not isinstance(raw, str) or len(raw) > _MAX_WINDOW_CHARS:
+        return None
+    try:
+        window = json.loads(raw)
+        started_at = float(window["started_at"])
+        baseline = {
+            counter: {str(pod): float(value) for pod, value in window["baseline"][counter].items()}
+            for counter in ("requests", "errors")
+        }
+    except (ValueError, TypeError, KeyError, AttributeError):
+        return None
+    values = [started_at, *(v for counts in baseline.values() for v in counts.values())]
+    if not all(math.isfinite(v) for v in values) or started_at > time.time():
+        return None
+    return {"started_at": started_at, "baseline": baseline}
+
+
+def open_window(client: KubeClient, canary: Mapping[str, Any], log: logging.Logger | Any) -> dict[str, Any]:
+    """Read the counters now and record the window on the canary; the window
+    (``{"started_at", "baseline"}``). A failed record is said and the window still opens: only a crash
+    after it would then open it again."""
+    window = {"started_at": time.time(), "baseline": read_counters(client, canary)}
+    body = {"metadata": {"annotations": {WINDOW_ANNOTATION: json.dumps(window, sort_keys=True)}}}
+    try:
+        client.patch("apps/v1", "Deployment", canary["name"], canary["namespace"], body)
+    except Exception as exc:
+        log.warning("canary %s: could not record its analysis window on it (%s)", canary["name"], exc)
+    return window
 
 
 def remove(client: KubeClient, canary: Mapping[str, Any], log: logging.Logger | Any) -> None:

@@ -701,6 +701,9 @@ class InferenceDeploymentOperator(_Runner):
             "replicas": replicas,
             "phase": "rollout",
         }
+        window = _canary.recorded_window(live) if action == "unchanged" else None
+        if window is not None:
+            state["canary"]["window"] = window  # an earlier try's window: judged on, not opened again
         record = self._deployment_record(live, started_at=time.time())
         self._record = record  # a kill while the worker holds the canary removes it (the runner's on_kill)
         event = self._follow_rollout(client, live, record, rollout)
@@ -734,12 +737,19 @@ class InferenceDeploymentOperator(_Runner):
         if failure:
             reason = f"smoke test failed: {failure}"
             return self._canary_decided(context, client, state, "rollback", reason, None)
-        try:
-            baseline = _canary.read_counters(client, canary)
-        except Exception as exc:  # no custom metrics API, or not these metrics: the canary cannot be judged
-            reason = f"the canary cannot be judged: {exc}"
-            return self._canary_decided(context, client, state, "rollback", reason, None)
-        canary.update(phase="analysis", baseline=baseline, started_at=time.time())
+        window = canary.pop("window", None)
+        if window is not None:
+            self.log.info(
+                "canary analysis resumed: its window opened %.0fs ago (an earlier try), judged on from there",
+                time.time() - window["started_at"],
+            )
+        else:
+            try:
+                window = _canary.open_window(client, canary, self.log)
+            except Exception as exc:  # no custom metrics API, or not these metrics: it cannot be judged
+                reason = f"the canary cannot be judged: {exc}"
+                return self._canary_decided(context, client, state, "rollback", reason, None)
+        canary.update(phase="analysis", **window)
         state = {**state, "canary": canary}
         self.log.info(
             "canary analysis: %gs, judged on the canary pods' http_requests_total and "

@@ -13,7 +13,7 @@ from typing import Any
 
 from airflow.sdk.exceptions import TaskDeferred
 
-__all__ = ["context", "run_task"]
+__all__ = ["context", "first_event", "run_task"]
 
 
 def context(
@@ -28,7 +28,7 @@ def context(
     return {"ti": ti, "pushed": pushed}
 
 
-async def _first_event(trigger: Any, timeout: float) -> dict[str, Any]:
+async def first_event(trigger: Any, timeout: float) -> dict[str, Any]:
     from airflow_k8s_ml.kube.async_client import close_all
 
     async def first() -> dict[str, Any]:
@@ -54,7 +54,7 @@ def run_task(op: Any, ctx: dict[str, Any], timeout: float = 60, kind: str | None
         if kind is not None and classpath.endswith("WorkloadTrigger"):
             assert kwargs["kind"] == kind
         revived = type(deferred.trigger)(**kwargs)
-        payload = asyncio.run(_first_event(revived, timeout))
+        payload = asyncio.run(first_event(revived, timeout))
         try:
             return getattr(op, deferred.method_name)(ctx, event=payload, **(deferred.kwargs or {}))
         except TaskDeferred as again:

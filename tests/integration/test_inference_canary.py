@@ -12,6 +12,7 @@ error needs on any cluster (CI saw one refused connection to a pod that died at 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import random
 import re
@@ -25,7 +26,7 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow_k8s_ml.errors import ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
 from airflow_k8s_ml.testbed.service_traffic import ServiceTraffic
-from tests.integration.serving_helpers import context, run_task
+from tests.integration.serving_helpers import context, first_event, run_task
 
 PORT = random.randint(20000, 40000)
 SERVER = """
@@ -163,6 +164,38 @@ def test_a_retry_adopts_the_canary_and_a_kill_removes_it(
         assert time.monotonic() < deadline, "the canary Deployment was still there 30 s after the kill"
         time.sleep(0.2)
     assert "echo" in deployments(api_client, namespace)
+
+
+def _until_analysis(op: InferenceDeploymentOperator, ctx: dict[str, Any]) -> dict[str, Any]:
+    """Run a try until it defers on the canary's analysis (the CanaryTrigger); its trigger's arguments."""
+    try:
+        op.execute(ctx)
+    except TaskDeferred as deferred:
+        pending = deferred
+    while type(pending.trigger).__name__ != "CanaryTrigger":
+        _, kwargs = pending.trigger.serialize()
+        event = asyncio.run(first_event(type(pending.trigger)(**kwargs), 60))
+        try:
+            getattr(op, pending.method_name)(ctx, event=event, **(pending.kwargs or {}))
+        except TaskDeferred as again:
+            pending = again
+    return pending.trigger.serialize()[1]
+
+
+def test_a_retry_judges_the_analysis_window_its_crashed_try_opened(
+    namespace: str, api_client: Any, stable: dict[str, Any], capfd: pytest.CaptureFixture[str]
+) -> None:
+    """The first try opens the window and dies in the triggerer's hands; the retry adopts the canary and
+    judges the same window (same start, same counters at the start), not a new one."""
+    canary = {"percent": 34, "analysis_seconds": 300, "max_error_rate": 0.05, "min_requests": 1}
+    first = _until_analysis(make(namespace, B, canary=canary, defer_after=0), context("deploy", run_id="r2"))
+    capfd.readouterr()
+    retry = _until_analysis(
+        make(namespace, B, canary=canary, defer_after=0), context("deploy", run_id="r2", try_number=2)
+    )
+    assert retry["uid"] == first["uid"], "the retry started another canary"
+    assert (retry["started_at"], retry["baseline"]) == (first["started_at"], first["baseline"])
+    assert "canary analysis resumed: its window opened " in capfd.readouterr().out
 
 
 @pytest.mark.parametrize(
