@@ -327,7 +327,9 @@ def report(pairs: list[tuple[Measured, Measured]]) -> None:
     for task in PATH:
         for index, name in ((0, "nightly"), (1, "twin")):
             rows = [pair[index].tasks[task] for pair in pairs]
-            print(f"  {task:<21} {name:<8} " + " | ".join(_mean(rows, key) for key in Phases.__annotations__))
+            means = " | ".join(_mean(rows, key) for key in Phases.__annotations__)
+            totals = "/".join(f"{row.total:.1f}" for row in rows)
+            print(f"  {task:<21} {name:<8} {means}   (totals {totals})")
 
 
 def _mean(rows: list[Phases], key: str) -> str:
@@ -335,7 +337,11 @@ def _mean(rows: list[Phases], key: str) -> str:
     return f"{sum(values) / len(values):6.1f}" if values else f"{'-':>6}"
 
 
-def run(pairs: int, ha: bool) -> None:
+#: Airflow's Celery option that makes each worker import our heavy modules once (``worker_preload``).
+PRELOAD = {"AIRFLOW__CELERY__CELERY_CONFIG_OPTIONS": "airflow_k8s_ml.worker_preload.CELERY_CONFIG"}
+
+
+def run(pairs: int, ha: bool, preload: bool, warmup: int) -> None:
     work = Path(tempfile.mkdtemp(prefix="dag-overhead-"))
     dags = work / "dags"
     dags.mkdir()
@@ -346,7 +352,10 @@ def run(pairs: int, ha: bool) -> None:
         demo.prepare_cluster(services)
         demo.seed(services, work / "seed.log")
         settings = StackSettings(
-            home=work / "airflow-home", dags_folder=dags, env=demo.connections(services), ha=ha
+            home=work / "airflow-home",
+            dags_folder=dags,
+            env={**demo.connections(services), **(PRELOAD if preload else {})},
+            ha=ha,
         )
         watchers = [
             threading.Thread(target=watch, args=(services.kubeconfig, kind, sink, stop), daemon=True)
@@ -362,7 +371,7 @@ def run(pairs: int, ha: bool) -> None:
                 for dag_id in (NIGHTLY, TWIN):
                     stack.rest.wait_dag(dag_id, timeout=300)
                     stack.rest.set_paused(dag_id, False)
-                for i in range(pairs):
+                for i in range(warmup + pairs):
                     nightly = measure(stack, workloads, NIGHTLY, {**CONF, "mode": "job"})
                     print(
                         f"nightly #{i + 1}: wall {nightly.wall:.1f}s, workload {nightly.workload}", flush=True
@@ -371,13 +380,15 @@ def run(pairs: int, ha: bool) -> None:
                         stack, workloads, TWIN, {t: round(s, 2) for t, s in nightly.workload.items()}
                     )
                     print(f"twin #{i + 1}: wall {twin.wall:.1f}s", flush=True)
-                    measured.append((nightly, twin))
+                    if i >= warmup:  # the first runs pay cold caches (a worker's first task: 8 s more)
+                        measured.append((nightly, twin))
             if stack.postgres is not None:
                 stack.postgres.remove()
         finally:
             stop.set()
             for thread in watchers:
                 thread.join(timeout=10)
+    print(f"worker preload ({PRELOAD}): {'on' if preload else 'off'}; {warmup} warm-up pair(s) not counted")
     report(measured)
 
 
@@ -391,10 +402,12 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _interrupt)  # unwind: stop Airflow's trees, the cluster and its pods
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=2, help="pairs of runs (nightly then twin)")
+    parser.add_argument("--warmup", type=int, default=1, help="pairs run first and not counted")
+    parser.add_argument("--no-preload", action="store_true", help="workers without worker_preload")
     parser.add_argument("--single", action="store_true", help="one triggerer, LocalExecutor, SQLite")
     args = parser.parse_args()
     print(f"load average before: {os.getloadavg()} on {os.cpu_count()} cores", flush=True)
-    run(args.runs, ha=not args.single)
+    run(args.runs, ha=not args.single, preload=not args.no_preload, warmup=args.warmup)
     print(f"load average after: {os.getloadavg()}", flush=True)
 
 
