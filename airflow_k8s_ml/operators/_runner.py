@@ -211,6 +211,8 @@ class _Runner(BaseOperator):
             self._raise_killed(record)
         if self.deferrable:
             followed = self._follow(client, record, settings)
+            if self._deleted_on_kill:  # killed while the worker followed: fail as a killed wait does
+                self._raise_killed(record)
             if followed is not None:
                 return followed
             try_number = getattr(context["ti"], "try_number", None)
