@@ -27,7 +27,8 @@ worker, the finish).
 
     python bench/dag_overhead.py [--runs 2] [--single]
 
-Loopback only, bounded: about 3 minutes of start-up plus 2-3 minutes per pair of runs on 2 busy cores.
+Loopback only, bounded: about 1 minute of start-up plus 1.5-2 minutes per pair of runs on 2 busy cores
+(6-9 minutes with the defaults: one warm-up pair, two measured).
 """
 
 from __future__ import annotations
@@ -365,8 +366,9 @@ def run(pairs: int, ha: bool, preload: bool, warmup: int) -> None:
             thread.start()
         measured: list[tuple[Measured, Measured]] = []
         t0 = time.time()
+        stack = AirflowStack(settings)
         try:
-            with AirflowStack(settings) as stack:
+            with stack:
                 print(f"stack up after {time.time() - t0:.0f}s", flush=True)
                 for dag_id in (NIGHTLY, TWIN):
                     stack.rest.wait_dag(dag_id, timeout=300)
@@ -382,9 +384,9 @@ def run(pairs: int, ha: bool, preload: bool, warmup: int) -> None:
                     print(f"twin #{i + 1}: wall {twin.wall:.1f}s", flush=True)
                     if i >= warmup:  # the first runs pay cold caches (a worker's first task: 8 s more)
                         measured.append((nightly, twin))
+        finally:  # interrupted too: the database lives outside the tmp home when run as root
             if stack.postgres is not None:
                 stack.postgres.remove()
-        finally:
             stop.set()
             for thread in watchers:
                 thread.join(timeout=10)
