@@ -37,6 +37,7 @@ __all__ = [
     "is_templated",
     "neutralize",
     "renamed_argument",
+    "seconds_or_zero",
     "substitute_resume",
     "to_timedelta",
 ]
@@ -93,3 +94,13 @@ def substitute_resume(args: Sequence[str] | None, resume_uri: str | None) -> lis
         return args  # type: ignore[return-value]  # a bare string: the spec's validation names the field
     uri = resume_uri or ""
     return [arg.replace(RESUME_PLACEHOLDER, uri) if isinstance(arg, str) else arg for arg in args]
+
+
+def seconds_or_zero(value: Any, field: str) -> float:
+    """A budget in seconds where 0 means "none" (``to_timedelta`` accepts only positive budgets)."""
+    from datetime import timedelta
+
+    if not isinstance(value, bool) and value in (0, "0", timedelta(0)):
+        return 0.0
+    budget = to_timedelta(value, field)
+    return 0.0 if budget is None else budget.total_seconds()

@@ -43,7 +43,11 @@ if TYPE_CHECKING:
     from airflow_k8s_ml.operators.wait_settings import WaitSettings
     from airflow_k8s_ml.triggers.events import WorkloadEvent
 
-__all__ = ["_Runner", "run_key"]
+__all__ = ["POD_LOG_LINES", "_Runner", "run_key"]
+
+#: At most this many last lines per container when the worker logs a finished workload's pods (a retry's
+#: backfill, or a workload that ended while the worker followed it).
+POD_LOG_LINES = 10_000
 
 
 def run_key(context: Mapping[str, Any]) -> RunKey:
@@ -85,6 +89,9 @@ class _Runner(BaseOperator):
     log_lines: int = 50
     #: Workload operators take it (default 5); the serving operators wait for no pod to be disrupted.
     max_disruptions: Any = None
+    #: Seconds to follow the workload from the worker before deferring (0: defer at once). The operators
+    #: whose workloads are often shorter than a deferral's round trip take it as an argument.
+    defer_after: float = 0.0
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(**kwargs)
@@ -203,6 +210,11 @@ class _Runner(BaseOperator):
         if self._deleted_on_kill:
             self._raise_killed(record)
         if self.deferrable:
+            followed = self._follow(client, record, settings)
+            if self._deleted_on_kill:  # killed while the worker followed: fail as a killed wait does
+                self._raise_killed(record)
+            if followed is not None:
+                return followed
             try_number = getattr(context["ti"], "try_number", None)
             self.defer(
                 trigger=settings.trigger(
@@ -224,6 +236,57 @@ class _Runner(BaseOperator):
         if self._deleted_on_kill:
             self._raise_killed(record)
         return event
+
+    def _follow(
+        self, client: KubeClient, record: WorkloadRecord, settings: WaitSettings
+    ) -> WorkloadEvent | None:
+        """The workload's end as the trigger would report it, if it comes within ``defer_after`` seconds of
+        following it from the worker (a watch on it, each version judged by the one wait report); None:
+        defer. A workload that ended here costs no hand-over to the triggerer and no second worker start
+        (2-3 s a task on the HA stack, ``bench/dag_overhead.py``). Its pods' lines are logged once it has
+        ended; when it defers the worker has logged none, so the trigger relays them from the first: each
+        line once either way."""
+        if self.defer_after <= 0:
+            return None
+        import itertools
+
+        from airflow_k8s_ml.kube.serving_ops import watch_versions
+        from airflow_k8s_ml.triggers.sync_wait import follow
+
+        what = f"{record.kind} {record.namespace}/{record.name}"
+        try:
+            obj = client.get(record.api_version, record.kind, record.name, record.namespace)
+            if obj is None:  # gone already: the trigger's replay tells how it ended
+                return None
+            versions = itertools.chain([obj], watch_versions(client, obj, self.defer_after))
+            event = follow(client, record, settings, self.log, versions)
+        except Exception as exc:  # the trigger will wait instead; never fail a task over this watch
+            self.log.warning("following %s in the worker failed (%s); deferring", what, exc)
+            return None
+        if event is None:
+            self.log.info("%s still running after %gs; deferring to the triggerer", what, self.defer_after)
+            return None
+        if settings.stream_logs:
+            self._log_pods(client, record.kind, record.name, record.uid, record.namespace)
+        return event
+
+    def _log_pods(self, client: KubeClient, kind: str, name: str, uid: str, namespace: str) -> bool:
+        """Every line of a finished workload's pods, oldest pod first, as the trigger's relay writes them
+        (``[replica] line``); False when no pod is left to read (TTL, eviction). Best effort."""
+        from airflow_k8s_ml.status.pod import owned_by
+        from airflow_k8s_ml.triggers.logs import stream_keys
+
+        pods = sorted(
+            (p for p in client.pods_of(kind, name, namespace) if owned_by(p, uid)),
+            key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
+        )
+        for pod in pods:
+            pod_name = str((pod.get("metadata") or {}).get("name"))
+            for container, replica in stream_keys(pod):
+                text = client.log_tail(pod_name, namespace, container, lines=POD_LOG_LINES)
+                for line in text.splitlines():
+                    self.log.info("[%s] %s", replica, line)
+        return bool(pods)
 
     def _raise_killed(self, record: WorkloadRecord) -> None:
         """The task was killed while the worker waited and ``on_kill`` deleted the workload: fail with the

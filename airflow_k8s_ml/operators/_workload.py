@@ -53,9 +53,6 @@ if TYPE_CHECKING:
 
 __all__ = ["Placement", "_WorkloadOperator", "parse_time_key"]
 
-#: At most this many last lines per container when a finished workload's log is backfilled into the task log.
-BACKFILL_LINES = 10_000
-
 #: The variables the runner sets when the attempt has them (a checkpoint base; a checkpoint to resume from,
 #: which a retry resolves even when the first attempt had none), and where their value comes from. A user
 #: ``env``/``secret_env`` may not set them, whether or not this attempt injects them (docs/operators.md).
@@ -405,23 +402,12 @@ class _WorkloadOperator(_Runner):
 
         The log cursor annotation is the evidence: a trigger that relayed any line of it wrote one, and
         then those lines are in that try's log already. Best effort: pods may be gone (TTL, eviction)."""
-        from airflow_k8s_ml.status.pod import owned_by
         from airflow_k8s_ml.triggers.log_cursor import CURSOR_ANNOTATION
-        from airflow_k8s_ml.triggers.logs import stream_keys
 
         workload = decision.workload
         if decision.cached is not None or workload is None or not self.stream_logs:
             return
         if CURSOR_ANNOTATION in ((workload.obj.get("metadata") or {}).get("annotations") or {}):
-            return
-        pods = sorted(
-            (p for p in client.pods_of(self.kind, workload.name, namespace) if owned_by(p, workload.uid)),
-            key=lambda p: str((p.get("metadata") or {}).get("creationTimestamp") or ""),
-        )
-        if not pods:
-            self.log.info(
-                "no pods of %s %s/%s are left to read its log from", self.kind, namespace, workload.name
-            )
             return
         self.log.info(
             "%s %s/%s finished while no trigger relayed its log; its pods' logs:",
@@ -429,12 +415,10 @@ class _WorkloadOperator(_Runner):
             namespace,
             workload.name,
         )
-        for pod in pods:
-            name = str((pod.get("metadata") or {}).get("name"))
-            for container, replica in stream_keys(pod):
-                text = client.log_tail(name, namespace, container, lines=BACKFILL_LINES)
-                for line in text.splitlines():
-                    self.log.info("[%s] %s", replica, line)
+        if not self._log_pods(client, self.kind, workload.name, workload.uid, namespace):
+            self.log.info(
+                "no pods of %s %s/%s are left to read its log from", self.kind, namespace, workload.name
+            )
 
     def _return_existing(self, decision: ReturnResult, namespace: str) -> dict[str, Any]:
         from airflow_k8s_ml.operators.outcome import result_payload

@@ -27,7 +27,7 @@ from airflow_k8s_ml.manifests.cron import next_schedule_time, validate_schedule
 from airflow_k8s_ml.manifests.formats import validate_name, validate_namespace
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER
+from airflow_k8s_ml.operators._args import PLACEHOLDER, seconds_or_zero
 from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     CronJobArgs,
@@ -76,6 +76,11 @@ class BatchInferenceCronJobOperator(_Runner):
         phases (timedelta or seconds, templated); ``deadline``: its overall budget, or an absolute time
         (datetime or ISO 8601, templated), as on the training operators. On expiry the Job is deleted and
         the task fails naming the budget.
+    :param defer_after: follow the run-now Job from the worker this long (timedelta or s; 0: defer at
+        once) before deferring, as ``InferenceDeploymentOperator`` follows a rollout. A scoring run done
+        sooner costs no hand-over to the triggerer and no second worker start (2-3 s on the HA stack,
+        ``bench/dag_overhead.py``); its pods' lines are logged when it has ended. A longer one is deferred,
+        and the trigger relays its lines from the first.
     """
 
     template_fields: Sequence[str] = (
@@ -141,6 +146,7 @@ class BatchInferenceCronJobOperator(_Runner):
         run_timeout: timedelta | float | str | None = None,
         deadline: timedelta | datetime | str | None = None,
         stream_logs: bool = True,
+        defer_after: timedelta | float = timedelta(seconds=30),
         kubernetes_conn_id: str = "kubernetes_default",
         env_from_secrets: Sequence[str] | None = None,
         **kwargs: Any,
@@ -148,6 +154,7 @@ class BatchInferenceCronJobOperator(_Runner):
         super().__init__(**kwargs)
         self._keep_arguments(locals())
         self.run_now = check_bool(run_now, "run_now")
+        self.defer_after = seconds_or_zero(defer_after, "defer_after")
         self.kubernetes_conn_id = check_non_empty_str(kubernetes_conn_id, "kubernetes_conn_id")
         self._check_literals(_parse_time_args(self._arguments()))  # a typo fails the DAG import
         self._wait_settings(templated_ok=True)  # the runner's parse, templated budgets left for execute

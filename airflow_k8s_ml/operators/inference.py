@@ -31,7 +31,7 @@ from airflow_k8s_ml.manifests.formats import validate_namespace
 from airflow_k8s_ml.manifests.serving_rules import check_canary_fields
 from airflow_k8s_ml.manifests.validation import check_bool, check_non_empty_str
 from airflow_k8s_ml.operators import _defer_state
-from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, to_timedelta
+from airflow_k8s_ml.operators._args import PLACEHOLDER, is_templated, seconds_or_zero, to_timedelta
 from airflow_k8s_ml.operators._runner import _Runner
 from airflow_k8s_ml.operators._serving import (
     InferenceArgs,
@@ -83,14 +83,6 @@ def _parse_time_args(args: InferenceArgs) -> InferenceArgs:
         elif isinstance(value, list | tuple):
             stand_ins[name] = [stand_in if item == PLACEHOLDER else item for item in value]
     return out._replace(**stand_ins) if stand_ins else out
-
-
-def _seconds_or_zero(value: Any, field: str) -> float:
-    """A budget in seconds where 0 means "none" (``to_timedelta`` accepts only positive budgets)."""
-    if not isinstance(value, bool) and value in (0, "0", timedelta(0)):
-        return 0.0
-    budget = to_timedelta(value, field)
-    return 0.0 if budget is None else budget.total_seconds()
 
 
 def _check_rollback_to(value: Any) -> None:
@@ -279,7 +271,7 @@ class InferenceDeploymentOperator(_Runner):
     ) -> None:
         super().__init__(**kwargs)
         self._keep_arguments(locals())
-        self.defer_after = _seconds_or_zero(defer_after, "defer_after")
+        self.defer_after = seconds_or_zero(defer_after, "defer_after")
         self.smoke_timeout = float(to_timedelta(smoke_timeout, "smoke_timeout").total_seconds())  # type: ignore[union-attr]
         self.rollback_on_failure = check_bool(rollback_on_failure, "rollback_on_failure")
         if not is_templated(rollback_to):

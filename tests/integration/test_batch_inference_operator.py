@@ -8,20 +8,26 @@ deferred method with that event.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
+import re
+import signal
 import subprocess
 import sys
+import threading
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import pytest
+from airflow.sdk.exceptions import TaskDeferred
 
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.cron import TZ_IN_SCHEDULE_MESSAGE, next_schedule_time
 from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
-from tests.integration.serving_helpers import context, run_task
+from tests.integration.serving_helpers import _first_event, context, run_task
 
 pytest.importorskip("torch")
 
@@ -143,7 +149,8 @@ def test_run_now_creates_a_manual_job_like_kubectl_and_returns_its_result(
 ) -> None:
     from kubernetes import client
 
-    op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, startup_timeout=30)
+    # defer_after=0: the run-now Job is waited for by the trigger (the worker's follow: the tests below)
+    op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, startup_timeout=30, defer_after=0)
     result = run_task(op, context("batch"), timeout=90, kind="Job")
 
     job = result["manual_job"]
@@ -168,3 +175,90 @@ def test_run_now_creates_a_manual_job_like_kubectl_and_returns_its_result(
     # A retry of the same task instance returns the succeeded Job's result instead of running it again.
     again = make(namespace, seeded, tmp_path, run_now=True).execute(context("batch", try_number=2))
     assert again["action"] == "unchanged" and again["manual_job"]["name"] == job["name"]
+
+
+def _done_lines(log: str) -> list[str]:
+    """The scoring pod's last line (``[<pod>] done count=...``) each time the task log holds it."""
+    return re.findall(r"\[[^\]]+\] done count=\d+ ", log)
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_a_short_run_now_job_ends_in_the_worker_without_deferring_and_logs_its_lines_once(
+    namespace: str, seeded: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    # a follow longer than the Job on a loaded machine (the default, 30 s: the parse test below)
+    op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, defer_after=90)
+    capfd.readouterr()
+    result = op.execute(context("batch"))  # returns: no TaskDeferred, no trigger
+    log = "".join(capfd.readouterr())
+    assert result["manual_job"]["state"]["phase"] == "succeeded", result
+    assert json.loads((tmp_path / "_SUMMARY.json").read_text())["count"] == 40
+    assert len(_done_lines(log)) == 1, log  # the pod's lines, logged by the worker once it ended
+    assert "deferring to the triggerer" not in log
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_a_run_now_job_longer_than_defer_after_is_handed_to_the_trigger_which_relays_every_line(
+    namespace: str, seeded: dict[str, str], tmp_path: Path, capfd: pytest.CaptureFixture[str]
+) -> None:
+    op = make(namespace, seeded, tmp_path, run_now=True, run_timeout=90, defer_after=0.2)
+    capfd.readouterr()
+    with pytest.raises(TaskDeferred) as deferred:
+        op.execute(context("batch"))
+    worker = "".join(capfd.readouterr())
+    assert "still running after 0.2s; deferring to the triggerer" in worker
+    assert _done_lines(worker) == []  # the worker logged no pod line: the trigger relays from the first
+    classpath, kwargs = deferred.value.trigger.serialize()
+    assert classpath.endswith("WorkloadTrigger") and kwargs["stream_logs"] is True
+    payload = asyncio.run(_first_event(type(deferred.value.trigger)(**kwargs), 90))
+    method = getattr(op, deferred.value.method_name)
+    result = method(context("batch"), event=payload, **(deferred.value.kwargs or {}))
+    relayed = "".join(capfd.readouterr())
+    assert result["manual_job"]["state"]["phase"] == "succeeded", result
+    assert len(_done_lines(relayed)) == 1, relayed
+
+
+def test_defer_after_is_checked_when_the_dag_is_parsed(seeded: dict[str, str], tmp_path: Path) -> None:
+    with pytest.raises(ValidationError, match="defer_after"):
+        make("default", seeded, tmp_path, run_now=True, defer_after=-1)
+    assert make("default", seeded, tmp_path).defer_after == 30.0  # as InferenceDeploymentOperator's
+    assert make("default", seeded, tmp_path, defer_after=0).defer_after == 0.0
+
+
+@pytest.mark.usefixtures("kube_conn")
+def test_a_kill_while_the_worker_follows_deletes_the_run_now_job_and_fails_naming_the_kill(
+    namespace: str, seeded: dict[str, str], tmp_path: Path, core: Any, batch: Any
+) -> None:
+    """Airflow's SIGTERM handler calls ``on_kill`` while the worker follows the run-now Job: the Job is
+    deleted, the follow ends with the deletion (not at ``defer_after``), and the task fails naming the kill
+    instead of deferring a killed task."""
+    from airflow_k8s_ml.errors import TaskKilled
+    from tests.cluster_fixtures import wait_for
+
+    sleeper = ["python", "-c", "import time; time.sleep(120)"]
+    op = make(namespace, seeded, tmp_path, run_now=True, command=sleeper, defer_after=600)
+    sent: list[float] = []
+
+    def running() -> bool:
+        return any(p.status.phase == "Running" for p in core.list_namespaced_pod(namespace).items)
+
+    def kill_once_running() -> None:
+        wait_for(running, timeout=60, what="the run-now Job's pod running")
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: op.on_kill())  # as Airflow's _on_term
+    killer = threading.Thread(target=kill_once_running, daemon=True)
+    try:
+        killer.start()
+        with pytest.raises(TaskKilled, match="was deleted by the task's on_kill"):
+            op.execute(context("batch"))
+        ended = time.monotonic()
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+    assert sent, "no SIGTERM was sent"
+    assert ended - sent[0] < 60, (
+        f"the follow went on {ended - sent[0]:.0f} s after the kill (defer_after 600 s)"
+    )
+    wait_for(lambda: not batch.list_namespaced_job(namespace).items, timeout=30, what="the killed Job gone")
+    assert batch.read_namespaced_cron_job("digits-nightly", namespace)  # the CronJob stays
