@@ -27,8 +27,8 @@ def test_tf_training_dag_succeeds_with_one_tfjob_and_replica_prefixed_logs(produ
     assert run["state"] == "success", lines[-30:]
     [job] = _tfjobs(production, run_id)
     assert [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"][-1] == "Succeeded"
-    assert any("[chief-0] topology complete" in line for line in lines)
-    assert any("[worker-1] reported to the coordinator" in line for line in lines)
+    assert any("[chief-0] topology complete" in line for line in lines), lines
+    assert any("[worker-1] reported to the coordinator" in line for line in lines), lines
     result = production.rest.xcom("tf_training", run_id, "train")
     assert result["kind"] == "TFJob" and result["state"]["reason"] == "TFJobSucceeded"
     name = job["metadata"]["name"]
