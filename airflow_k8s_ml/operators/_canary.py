@@ -20,6 +20,9 @@ import time
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
+from airflow.sdk.exceptions import AirflowFailException
+
+from airflow_k8s_ml.errors import WorkloadFailed
 from airflow_k8s_ml.status.canary import (
     MAX_READ_FAILURES,
     CanarySettings,
@@ -36,6 +39,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "WINDOW_ANNOTATION",
+    "CanaryRejected",
     "analysis_poll_seconds",
     "judge_in_worker",
     "open_window",
@@ -53,6 +57,11 @@ _MAX_WINDOW_CHARS = 64 * 1024
 
 #: Longest pause between two reads of the counters during the analysis (shorter for a short window).
 ANALYSIS_POLL_SECONDS = 5.0
+
+
+class CanaryRejected(WorkloadFailed, AirflowFailException):
+    """The canary was rolled back on its own error rate: the task fails without a retry, because a retry
+    would deploy the same model as a canary again and send live traffic to it to learn the same thing."""
 
 
 def analysis_poll_seconds(settings: CanarySettings) -> float:

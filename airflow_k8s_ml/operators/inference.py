@@ -813,10 +813,13 @@ class InferenceDeploymentOperator(_Runner):
             _canary.remove(client, canary, self.log)
             self._record = None
             stable = client.get("apps/v1", "Deployment", self.name, namespace)
-            raise WorkloadFailed(
+            message = (
                 f"canary of model {state['model_uri']} rolled back: {reason}; canary removed, revision "
                 f"{revision(stable)} (model {served_model(stable)}) still serving, untouched"
             )
+            if verdict is not None and verdict.get("rejected"):
+                raise _canary.CanaryRejected(f"{message}; not retried: a retry would serve this model again")
+            raise WorkloadFailed(message)
         self.log.info("canary of model %s promoted: %s", state["model_uri"], reason)
         args = self._arguments()
         objects = self._check(args._replace(model_uri=state["model_uri"]), self._run_key(context), namespace)

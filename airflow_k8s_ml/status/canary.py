@@ -131,14 +131,24 @@ def window_counts(
 
 @dataclass(frozen=True, slots=True)
 class Verdict:
-    """``wait`` (the window is open and undecided), ``promote`` or ``rollback``, and why, in words."""
+    """``wait`` (the window is open and undecided), ``promote`` or ``rollback``, and why, in words.
+
+    ``rejected``: rolled back on the model's own error rate, judged on live traffic. Not so for too little
+    traffic or unreadable metrics, which say nothing of the model: only a rejection is final (a retry would
+    send users to the same model again to learn the same thing)."""
 
     action: Literal["wait", "promote", "rollback"]
     reason: str
     counts: Counts
+    rejected: bool = False
 
     def to_dict(self) -> dict[str, Any]:
-        return {"decision": self.action, "reason": self.reason, **self.counts.to_dict()}
+        return {
+            "decision": self.action,
+            "reason": self.reason,
+            "rejected": self.rejected,
+            **self.counts.to_dict(),
+        }
 
 
 def judge(settings: CanarySettings, counts: Counts, elapsed: float) -> Verdict:
@@ -146,7 +156,7 @@ def judge(settings: CanarySettings, counts: Counts, elapsed: float) -> Verdict:
     limit = settings.max_error_rate
     seen = f"{counts.errors} errors in {counts.requests} requests (error rate {counts.error_rate:.2%})"
     if counts.requests >= settings.min_requests and counts.error_rate > limit:
-        return Verdict("rollback", f"{seen} over max_error_rate {limit:.2%}", counts)
+        return Verdict("rollback", f"{seen} over max_error_rate {limit:.2%}", counts, rejected=True)
     if elapsed < settings.analysis_seconds:
         return Verdict("wait", f"{seen} after {elapsed:.0f}s of {settings.analysis_seconds:g}s", counts)
     if counts.requests < settings.min_requests:

@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from airflow.sdk.exceptions import TaskDeferred
+from airflow.sdk.exceptions import AirflowFailException, TaskDeferred
 
 from airflow_k8s_ml.errors import ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators.inference import InferenceDeploymentOperator
@@ -129,6 +129,10 @@ def test_a_bad_model_is_rolled_back_with_its_error_rate_and_the_stable_one_untou
         run_task(op, ctx, timeout=120)
     message = str(failed.value)
     assert f"canary of model {BAD} rolled back" in message
+    # judged on its own errors: Airflow fails the task without a retry (a retry would serve it again)
+    assert isinstance(failed.value, AirflowFailException) and message.endswith(
+        "not retried: a retry would serve this model again"
+    )
     # every prediction of the bad model fails; the two counters are read a moment apart, so a request made
     # between the reads can be in one count and not the other
     rate = re.search(r"\(error rate (\d+\.\d+)%\) over max_error_rate 5\.00%", message)

@@ -143,8 +143,11 @@ def test_a_bad_canary_is_rolled_back_with_its_error_rate_and_the_stable_revision
     rolled_back = [line for line in lines if "rolled back" in line and "error rate" in line]
     assert rolled_back, "\n".join(lines[-60:])
     assert "over max_error_rate 5.00%" in rolled_back[0], rolled_back
+    # judged on its own errors: failed without the DAG's retry (a retry would serve the bad model again)
+    ti = production.rest.task_instance("canary_serving", run_id, "deploy")
+    assert (ti["state"], ti["try_number"]) == ("failed", 1), ti
     verdict = production.rest.xcom("canary_serving", run_id, "deploy", key="canary")
-    assert verdict["decision"] == "rollback" and verdict["error_rate"] > 0.05, verdict
+    assert verdict["decision"] == "rollback" and verdict["rejected"] and verdict["error_rate"] > 0.05, verdict
     after = _stable(production)
     assert after.metadata.generation == before.metadata.generation, "the stable Deployment was written"
     annotations = after.spec.template.metadata.annotations

@@ -95,13 +95,16 @@ def test_the_verdict() -> None:
     early = judge(SETTINGS, bad, 10)  # enough traffic, over the limit: no need to wait for the window
     assert early.action == "rollback"
     assert "6 errors in 60 requests (error rate 10.00%) over max_error_rate 1.00%" in early.reason
+    assert early.rejected  # the model's own errors: final, a retry would not run it again
     assert judge(SETTINGS, Counts(20, 10, 1), 10).action == "wait"  # under min_requests: not yet judged
     starved = judge(SETTINGS, thin, 61)
     assert starved.action == "rollback"
     assert starved.reason == "not enough traffic to judge: 10 requests in 60s, min_requests 50"
+    assert not starved.rejected  # says nothing of the model: a retry may judge it
     assert judge(SETTINGS, good, 60).to_dict() == {
         "decision": "promote",
         "reason": "1 errors in 200 requests (error rate 0.50%) within max_error_rate 1.00%",
+        "rejected": False,
         "requests": 200,
         "errors": 1,
         "error_rate": 0.005,
