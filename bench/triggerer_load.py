@@ -20,8 +20,8 @@ triggerers' CPU seconds and peak RSS (their whole process trees, sampled every s
 
 ``--asyncio-debug`` runs the stack with ``PYTHONASYNCIODEBUG=1`` (what Airflow's warning suggests: its
 watchdog cannot tell which trigger blocked), and prints the slow steps asyncio names in the triggerers' logs,
-grouped by what ran, with how many of them were ours. Debug mode slows every loop: its latencies are not the
-figures to quote.
+grouped by whose step it was (a trigger's task id, or the triggerer's own loop). Debug mode slows every
+loop: its latencies are not the figures to quote.
 
 Loopback only, bounded: about (N x 3 task starts) + hold + start-up seconds.
 """
@@ -79,14 +79,17 @@ def triggerers(stack: AirflowStack) -> list[str]:
     return [name for name in stack.settings.fleet if name.startswith("triggerer")]
 
 
-def _cluster(state: Path) -> Any:
+def _cluster(state: Path, n: int) -> Any:
     from airflow_k8s_ml.testbed.local_cluster.cluster import ClusterThread
     from airflow_k8s_ml.testbed.local_cluster.settings import ClusterSettings, NodeCapacity
 
     # run_as_non_root="warn" as in the demo: the local "image" is this machine's Python/shell, which runs as
     # the cluster's user, and our operators default to runAsNonRoot (see docs/local-cluster.md).
     settings = ClusterSettings(
-        state_dir=state, capacity=NodeCapacity(cpu="1000", memory="1000Gi"), run_as_non_root="warn"
+        state_dir=state,
+        # room for every Job's pod: a node's default limit is the kubelet's 110 pods
+        capacity=NodeCapacity(cpu="1000", memory="1000Gi", pods=max(110, n + 10)),
+        run_as_non_root="warn",
     )
     return ClusterThread(settings)
 
@@ -188,30 +191,37 @@ class TreeSampler:
 
 
 #: asyncio's debug-mode line for a step over ``slow_callback_duration`` (0.1 s), e.g.
-#: ``Executing <Task pending name='...' coro=<WorkloadTrigger.run() running at .../workload.py:120> ...>
-#: took 0.31 seconds`` (one line)
+#: ``Executing <Task pending name='<dag>/<run>/ours/7/1 (ID 9)' coro=<greenback_shim() ...> took 0.3 seconds``
 SLOW_STEP = re.compile(r"Executing (<.*?>) took (\d+\.\d+) seconds")
+#: Airflow names each trigger's task ``<dag_id>/<run_id>/<task_id>/<map_index>/<try> (ID n)``; a trigger
+#: runs inside ``greenback_shim()``, so the task's name, not its coroutine, says whose step it was.
+_TASK_NAME = re.compile(r"<Task \w+ name='([^']*)'")
 _CORO = re.compile(r"coro=<([\w.]+)\(\)|<(Handle|TimerHandle) ([\w.<>]+)")
 
 
-def slow_steps(text: str) -> list[tuple[str, float, bool]]:
-    """(what ran, seconds, ours) per slow step asyncio logged: the coroutine's qualified name, or the
-    callback's; ``ours`` when the step ran this package's code."""
+def slow_steps(text: str) -> list[tuple[str, float]]:
+    """(whose step, seconds) per slow step asyncio logged: ``trigger <task_id>`` for a trigger's step (the
+    bench's groups are its task ids), else the coroutine's or callback's qualified name (the triggerer's
+    own loop)."""
     steps = []
     for match in SLOW_STEP.finditer(text):
         what, seconds = match.group(1), float(match.group(2))
+        task = _TASK_NAME.match(what)
+        parts = task.group(1).split("/") if task else []
+        if len(parts) >= 5:
+            steps.append((f"trigger {parts[2]}", seconds))
+            continue
         named = _CORO.search(what)
-        name = (named.group(1) or named.group(3)) if named else what[:60]
-        steps.append((name, seconds, "airflow_k8s_ml" in what))
+        steps.append(((named.group(1) or named.group(3)) if named else what[:60], seconds))
     return steps
 
 
 def print_slow_steps(logs: list[str]) -> None:
     steps = [step for text in logs for step in slow_steps(text)]
-    ours = [step for step in steps if step[2]]
-    print(f"asyncio slow steps (> 0.1 s) in the triggerers: {len(steps)}, of them in our code: {len(ours)}")
+    ours = [seconds for name, seconds in steps if name == "trigger ours"]
+    print(f"asyncio slow steps (> 0.1 s) in the triggerers: {len(steps)}, of them our triggers': {len(ours)}")
     by_name: dict[str, list[float]] = {}
-    for name, seconds, _ in steps:
+    for name, seconds in steps:
         by_name.setdefault(name, []).append(seconds)
     for name, times in sorted(by_name.items(), key=lambda item: -sum(item[1]))[:8]:
         print(f"  {len(times):5d} x {name}: total {sum(times):.1f}s, max {max(times):.2f}s")
@@ -230,7 +240,7 @@ def run(n: int, hold: float, ha: bool = True, asyncio_debug: bool = False) -> No
     dags = work / "dags"
     dags.mkdir()
     (dags / "triggerer_load.py").write_text(DAG_FILE.format(n=n, fifos=str(fifos), dag_id=DAG_ID))
-    with _cluster(work / "cluster-ours") as ours, _cluster(work / "cluster-cncf") as cncf:
+    with _cluster(work / "cluster-ours", n) as ours, _cluster(work / "cluster-cncf", n) as cncf:
         env = {
             "AIRFLOW_CONN_KUBERNETES_DEFAULT": _conn(ours),
             "AIRFLOW_CONN_KUBERNETES_CNCF": _conn(cncf),
@@ -289,7 +299,8 @@ def run(n: int, hold: float, ha: bool = True, asyncio_debug: bool = False) -> No
                     thread.start()
                     threads.append(thread)
             try:
-                rest.wait_run(DAG_ID, run_id, timeout=hold + 600)
+                # every task ends through a worker, PARALLELISM at a time: bounded by that queue
+                rest.wait_run(DAG_ID, run_id, timeout=hold + 600 + 3 * n * 4.0)
             except TimeoutError:
                 tis = rest.task_instances(DAG_ID, run_id)
                 states = sorted((ti["task_id"], ti["map_index"], ti["state"]) for ti in tis)
