@@ -314,6 +314,11 @@ class Waiter:
             return
         current = {**watched, **{uid_of(pod): pod for pod in listed if owned_by(pod, uid)}}
         relay.update(list(current.values()))
+        relay.never_read(
+            pod
+            for pod in self.pods_sub.tombstones.values()
+            if owned_by(pod, uid) and uid_of(pod) not in current
+        )
 
     async def _workloads(self, obj: Mapping[str, Any]) -> list[Mapping[str, Any]] | None:
         """A queued job's Kueue Workloads, from a watch of ``workloads.kueue.x-k8s.io`` in the namespace

@@ -236,6 +236,23 @@ class LogRelay:
                 task = asyncio.get_running_loop().create_task(self._follow(uid, container, key), name=key)
                 self._tasks[(uid, container)] = task
 
+    def never_read(self, deleted: Iterable[Mapping[str, Any]]) -> None:
+        """Say which deleted pods' containers had started but were never streamed: their logs went with
+        them (a replica the workload's controller stopped as the workload ended, before the relay saw it
+        start), so their lines are not in the task log - said, never silent."""
+        for pod in deleted:
+            uid = str((pod.get("metadata") or {}).get("uid"))
+            for container, key in stream_keys(pod):
+                if (uid, container) in self._tasks or not _started(pod, container) or key in self._refused:
+                    continue
+                self._refused.add(key)
+                self.log.warning(
+                    "[%s] logs not relayed: pod %s was deleted before the relay could read them (a replica "
+                    "still running when the workload ended is stopped by its clean pod policy)",
+                    key,
+                    (pod.get("metadata") or {}).get("name"),
+                )
+
     def _refuse(self, key: str) -> None:
         if key not in self._refused:
             self._refused.add(key)

@@ -1,4 +1,4 @@
-"""A TFJob under real Airflow components: the ``tf_training`` DAG (a Chief, two Workers, a PS) runs to
+"""A TFJob under real Airflow components: the ``tf_training`` DAG (two Workers, a PS, no Chief) runs to
 success through the scheduler, the LocalExecutor and the triggerer; exactly one TFJob exists for the run,
 its parameter server is stopped by the rendered cleanPodPolicy, and the task log, as the UI serves it,
 carries each replica's lines with its prefix."""
@@ -27,7 +27,7 @@ def test_tf_training_dag_succeeds_with_one_tfjob_and_replica_prefixed_logs(produ
     assert run["state"] == "success", lines[-30:]
     [job] = _tfjobs(production, run_id)
     assert [c["type"] for c in job["status"]["conditions"] if c["status"] == "True"][-1] == "Succeeded"
-    assert any("[chief-0] topology complete" in line for line in lines), lines
+    assert any("[worker-0] topology complete" in line for line in lines), lines
     assert any("[worker-1] reported to the coordinator" in line for line in lines), lines
     result = production.rest.xcom("tf_training", run_id, "train")
     assert result["kind"] == "TFJob" and result["state"]["reason"] == "TFJobSucceeded"

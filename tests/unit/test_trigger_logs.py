@@ -57,3 +57,37 @@ def test_stream_keys_prefix_by_replica() -> None:
     job_pod = {"metadata": {"name": "ft-x7k2p"}, "spec": {"containers": [{"name": "main"}, {"name": "side"}]}}
     assert stream_keys(master) == [("pytorch", "master-0")]
     assert stream_keys(job_pod) == [("main", "ft-x7k2p/main"), ("side", "ft-x7k2p/side")]
+
+
+def test_a_started_replica_deleted_before_any_stream_opened_is_named() -> None:
+    """Its logs went with its pod (the clean pod policy stopped it as the workload ended): said, not silent;
+    a replica that never started had nothing to lose, and one named is not named twice."""
+
+    from airflow_k8s_ml.triggers.logs import LogRelay
+
+    def worker(index: int, state: dict[str, object]) -> dict[str, object]:
+        labels = {
+            "training.kubeflow.org/replica-type": "worker",
+            "training.kubeflow.org/replica-index": str(index),
+        }
+        return {
+            "metadata": {"name": f"tf-worker-{index}", "uid": f"u{index}", "labels": labels},
+            "spec": {"containers": [{"name": "tensorflow"}]},
+            "status": {"containerStatuses": [{"name": "tensorflow", "state": state}]},
+        }
+
+    warnings: list[str] = []
+
+    class Log:
+        def warning(self, message: str, *args: object) -> None:
+            warnings.append(message % args)
+
+    relay = LogRelay(None, "ml", Log())
+    started = worker(1, {"running": {"startedAt": "2026-12-05T16:00:00Z"}})
+    pending = worker(2, {"waiting": {"reason": "ContainerCreating"}})
+    relay.never_read([started, pending])
+    relay.never_read([started])
+    assert warnings == [
+        "[worker-1] logs not relayed: pod tf-worker-1 was deleted before the relay could read them "
+        "(a replica still running when the workload ended is stopped by its clean pod policy)"
+    ]
