@@ -1,9 +1,10 @@
 """A small TFJob DAG for the production tier: two Workers and a parameter server run the reference workload
-(``airflow_k8s_ml.workloads.tf_topology``), which proves the cluster spec of ``TF_CONFIG`` over sockets:
-Worker 0 coordinates (no Chief) and the TFJob succeeds when every Worker has (``success_policy="AllWorkers"``),
-so the clean pod policy (``Running``) stops only the parameter server. With a Chief, the job succeeds when
-the Chief does and a Worker still running then is stopped with it: on a loaded machine that raced the last
-line of the Worker, which the relay then names as not relayed (tests/integration covers the Chief)."""
+(``airflow_k8s_ml.workloads.tf_topology``), which proves the cluster spec of ``TF_CONFIG`` over sockets.
+Worker 0 coordinates (no Chief) and the TFJob succeeds when every Worker has (``success_policy``
+``"AllWorkers"``), so the clean pod policy (``Running``) stops only the parameter server. With a Chief, the
+job succeeds when the Chief does and a Worker still running then is stopped with it: on a loaded machine
+that raced the Worker's last line, which the relay then names as not relayed (tests/integration covers the
+Chief)."""
 
 from __future__ import annotations
 
