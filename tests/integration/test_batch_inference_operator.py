@@ -27,7 +27,7 @@ from airflow.sdk.exceptions import TaskDeferred
 from airflow_k8s_ml.errors import ValidationError
 from airflow_k8s_ml.manifests.cron import TZ_IN_SCHEDULE_MESSAGE, next_schedule_time
 from airflow_k8s_ml.operators.batch_inference import BatchInferenceCronJobOperator
-from tests.integration.serving_helpers import _first_event, context, run_task
+from tests.integration.serving_helpers import context, first_event, run_task
 
 pytest.importorskip("torch")
 
@@ -210,7 +210,7 @@ def test_a_run_now_job_longer_than_defer_after_is_handed_to_the_trigger_which_re
     assert _done_lines(worker) == []  # the worker logged no pod line: the trigger relays from the first
     classpath, kwargs = deferred.value.trigger.serialize()
     assert classpath.endswith("WorkloadTrigger") and kwargs["stream_logs"] is True
-    payload = asyncio.run(_first_event(type(deferred.value.trigger)(**kwargs), 90))
+    payload = asyncio.run(first_event(type(deferred.value.trigger)(**kwargs), 90))
     method = getattr(op, deferred.value.method_name)
     result = method(context("batch"), event=payload, **(deferred.value.kwargs or {}))
     relayed = "".join(capfd.readouterr())
