@@ -258,8 +258,13 @@ class AsyncKube:
         lines: int = 50,
         *,
         previous: bool = False,
+        limit_bytes: int | None = None,
     ) -> str:
-        return await self.run(ops.log_tail(pod, self._ns(namespace), container, lines, previous=previous))
+        return await self.run(
+            ops.log_tail(
+                pod, self._ns(namespace), container, lines, previous=previous, limit_bytes=limit_bytes
+            )
+        )
 
     async def warning_events(
         self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20

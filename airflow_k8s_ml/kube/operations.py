@@ -198,13 +198,21 @@ def pods_of(kind: str, name: str, namespace: str) -> Plan[list[Obj]]:
 
 
 def log_tail(
-    pod: str, namespace: str, container: str | None = None, lines: int = 50, *, previous: bool = False
+    pod: str,
+    namespace: str,
+    container: str | None = None,
+    lines: int = 50,
+    *,
+    previous: bool = False,
+    limit_bytes: int | None = None,
 ) -> Plan[str]:
     """The last ``lines`` of a container's log; "" when there is none (not started, pod gone).
 
     ``previous`` reads the container's previous instance (``kubectl logs --previous``): in a crash loop
     that is where the error is; "" when there was none."""
-    request = log_request(namespace, pod, container=container, tail_lines=lines, previous=previous)
+    request = log_request(
+        namespace, pod, container=container, tail_lines=lines, previous=previous, limit_bytes=limit_bytes
+    )
     try:
         text: str = yield request
     except ApiError as exc:

@@ -206,9 +206,12 @@ def log_request(
     follow: bool = False,
     timestamps: bool = False,
     since_time: str | None = None,
+    limit_bytes: int | None = None,
 ) -> Request:
     """A container's log: a tail (text) or, with ``follow``, a stream of lines as they are written."""
     query: list[tuple[str, str]] = []
+    if limit_bytes is not None:
+        query.append(("limitBytes", str(limit_bytes)))
     if follow:
         query.append(("follow", "true"))
     if timestamps:

@@ -249,8 +249,13 @@ class KubeClient:
         lines: int = 50,
         *,
         previous: bool = False,
+        limit_bytes: int | None = None,
     ) -> str:
-        return self.run(ops.log_tail(pod, self._ns(namespace), container, lines, previous=previous))
+        return self.run(
+            ops.log_tail(
+                pod, self._ns(namespace), container, lines, previous=previous, limit_bytes=limit_bytes
+            )
+        )
 
     def warning_events(
         self, obj: Mapping[str, Any], pods: Sequence[Mapping[str, Any]] | None = None, limit: int = 20

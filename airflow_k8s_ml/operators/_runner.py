@@ -45,9 +45,11 @@ if TYPE_CHECKING:
 
 __all__ = ["POD_LOG_LINES", "_Runner", "run_key"]
 
-#: At most this many last lines per container when the worker logs a finished workload's pods (a retry's
-#: backfill, or a workload that ended while the worker followed it).
+#: At most this many last lines, and bytes, per container when the worker logs a finished workload's pods (a
+#: retry's backfill, or a workload that ended while the worker followed it): training code's output is
+#: bounded like everything read from a pod; each line is cut as the relay cuts it.
 POD_LOG_LINES = 10_000
+POD_LOG_BYTES = 8 * 1024 * 1024
 
 
 def run_key(context: Mapping[str, Any]) -> RunKey:
@@ -273,8 +275,12 @@ class _Runner(BaseOperator):
     def _log_pods(self, client: KubeClient, kind: str, name: str, uid: str, namespace: str) -> bool:
         """Every line of a finished workload's pods, oldest pod first, as the trigger's relay writes them
         (``[replica] line``); False when no pod is left to read (TTL, eviction). Best effort."""
+        from airflow_k8s_ml.config import WaitTimings
         from airflow_k8s_ml.status.pod import owned_by
+        from airflow_k8s_ml.triggers.log_lines import cut_line
         from airflow_k8s_ml.triggers.logs import stream_keys
+
+        max_line = WaitTimings.configured().max_line  # as the relay cuts lines
 
         pods = sorted(
             (p for p in client.pods_of(kind, name, namespace) if owned_by(p, uid)),
@@ -283,9 +289,20 @@ class _Runner(BaseOperator):
         for pod in pods:
             pod_name = str((pod.get("metadata") or {}).get("name"))
             for container, replica in stream_keys(pod):
-                text = client.log_tail(pod_name, namespace, container, lines=POD_LOG_LINES)
+                text = client.log_tail(
+                    pod_name, namespace, container, lines=POD_LOG_LINES, limit_bytes=POD_LOG_BYTES
+                )
                 for line in text.splitlines():
-                    self.log.info("[%s] %s", replica, line)
+                    self.log.info("[%s] %s", replica, cut_line(line, 0, max_line))
+                if len(text.encode("utf-8", "replace")) >= POD_LOG_BYTES:
+                    self.log.warning(
+                        "[%s] log cut at %d bytes; the whole log: kubectl logs -n %s %s -c %s",
+                        replica,
+                        POD_LOG_BYTES,
+                        namespace,
+                        pod_name,
+                        container,
+                    )
         return bool(pods)
 
     def _raise_killed(self, record: WorkloadRecord) -> None:
