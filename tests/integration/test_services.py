@@ -208,6 +208,14 @@ def test_service_without_ready_endpoints_answers_503(
     core.create_namespaced_pod(namespace, _echo_pod("unready", probe_path="/broken", labels={"app": "slow"}))
     core.create_namespaced_service(namespace, _service("slow", selector={"app": "slow"}))
     wait_for(lambda: core.read_namespaced_endpoints("slow", namespace), lambda e: bool(e.subsets))
+    # the proxy reads the Service's Endpoints (a 404 before the controller wrote them, as upstream): wait for
+    # the empty one of the Service no pod matches too (CI once asked before it existed)
+    names = ("nobody", "slow")
+    wait_for(
+        lambda: {e.metadata.name for e in core.list_namespaced_endpoints(namespace).items},
+        lambda found: set(names) <= found,
+        what="the Endpoints of both Services",
+    )
 
     for service, message in (
         ("nobody", 'no endpoints available for service "nobody"'),
