@@ -6,9 +6,12 @@ back-off 0.2 s, probes 10x faster, grace period default 30 s still honoured unle
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import ssl
+import threading
 import time
 import urllib.request
 from collections.abc import Callable, Iterator
@@ -184,6 +187,28 @@ def wait_for(
         if time.monotonic() > deadline:
             raise AssertionError(f"{what} not reached within {timeout}s; last value: {value!r}")
         time.sleep(interval)
+
+
+@contextlib.contextmanager
+def sigterm_when(
+    op: Any, ready: Callable[[], object], what: str, timeout: float = 60.0
+) -> Iterator[list[float]]:
+    """Inside: once ``ready()`` holds, this process gets a real SIGTERM, handled by ``op.on_kill`` as
+    Airflow's task runner handles it; yields the list that holds the moment it was sent (empty: never sent).
+    The previous handler is restored on leaving."""
+    sent: list[float] = []
+
+    def kill_once_ready() -> None:
+        wait_for(ready, timeout=timeout, what=what)
+        sent.append(time.monotonic())
+        os.kill(os.getpid(), signal.SIGTERM)
+
+    previous = signal.signal(signal.SIGTERM, lambda signum, frame: op.on_kill())  # as Airflow's _on_term
+    try:
+        threading.Thread(target=kill_once_ready, daemon=True).start()
+        yield sent
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def admin(cluster: ClusterThread, action: str, body: dict[str, Any]) -> dict[str, Any]:

@@ -12,10 +12,8 @@ import asyncio
 import json
 import os
 import re
-import signal
 import subprocess
 import sys
-import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
@@ -233,29 +231,20 @@ def test_a_kill_while_the_worker_follows_deletes_the_run_now_job_and_fails_namin
     deleted, the follow ends with the deletion (not at ``defer_after``), and the task fails naming the kill
     instead of deferring a killed task."""
     from airflow_k8s_ml.errors import TaskKilled
-    from tests.cluster_fixtures import wait_for
+    from tests.cluster_fixtures import sigterm_when, wait_for
 
     sleeper = ["python", "-c", "import time; time.sleep(120)"]
     op = make(namespace, seeded, tmp_path, run_now=True, command=sleeper, defer_after=600)
-    sent: list[float] = []
 
     def running() -> bool:
         return any(p.status.phase == "Running" for p in core.list_namespaced_pod(namespace).items)
 
-    def kill_once_running() -> None:
-        wait_for(running, timeout=60, what="the run-now Job's pod running")
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: op.on_kill())  # as Airflow's _on_term
-    killer = threading.Thread(target=kill_once_running, daemon=True)
-    try:
-        killer.start()
-        with pytest.raises(TaskKilled, match="was deleted by the task's on_kill"):
-            op.execute(context("batch"))
-        ended = time.monotonic()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with (
+        sigterm_when(op, running, "the run-now Job's pod running") as sent,
+        pytest.raises(TaskKilled, match="was deleted by the task's on_kill"),
+    ):
+        op.execute(context("batch"))
+    ended = time.monotonic()
     assert sent, "no SIGTERM was sent"
     assert ended - sent[0] < 60, (
         f"the follow went on {ended - sent[0]:.0f} s after the kill (defer_after 600 s)"

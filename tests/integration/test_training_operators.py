@@ -16,7 +16,6 @@ import signal
 import subprocess
 import sys
 import textwrap
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -26,7 +25,7 @@ import pytest
 from airflow_k8s_ml.errors import DeadlineExceeded, TaskKilled, ValidationError, WorkloadFailed
 from airflow_k8s_ml.operators import FineTuneJobOperator
 from airflow_k8s_ml.operators._adopt import STATE_KEY
-from tests.cluster_fixtures import wait_for
+from tests.cluster_fixtures import sigterm_when, wait_for
 
 from .training_helpers import (
     DictTaskStateStore,
@@ -288,22 +287,12 @@ def test_on_kill_while_polling_deletes_the_job_and_says_so(batch: Any, core: Any
     the Job is deleted, the wait ends at once, and the task fails naming the kill, not the state the
     deletion left the Job in (its pods killed first: ``failed (BackoffLimitExceeded)`` on a cluster)."""
     op = finetune("sync", namespace, "import time; time.sleep(120)", deferrable=False, poll_interval=60)
-    sent: list[float] = []
-
-    def kill_once_running() -> None:
-        wait_for(lambda: running_pod(core, namespace), timeout=60, what="the Job's pod running")
-        sent.append(time.monotonic())
-        os.kill(os.getpid(), signal.SIGTERM)
-
-    previous = signal.signal(signal.SIGTERM, lambda signum, frame: op.on_kill())  # as Airflow's _on_term
-    killer = threading.Thread(target=kill_once_running, daemon=True)
-    try:
-        killer.start()
-        with pytest.raises(TaskKilled) as info:
-            op.execute(make_context("sync"))
-        ended = time.monotonic()
-    finally:
-        signal.signal(signal.SIGTERM, previous)
+    with (
+        sigterm_when(op, lambda: running_pod(core, namespace), "the Job's pod running") as sent,
+        pytest.raises(TaskKilled) as info,
+    ):
+        op.execute(make_context("sync"))
+    ended = time.monotonic()
     assert sent, "no SIGTERM was sent"
     message = str(info.value)
     assert (
